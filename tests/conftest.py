@@ -1,0 +1,54 @@
+"""Fixtures: a tiny tokenizer, model and checkpoint built in a temporary directory (no data, no network)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from transformer_viz.checkpoint import load_checkpoint, save_checkpoint
+from transformer_viz.config import preset
+from transformer_viz.model import Transformer
+from transformer_viz.tokenizer import train_tokenizer
+
+GERMAN = ["ein", "mann", "eine", "frau", "hund", "läuft", "spielt", "im", "park", "auf", "der", "straße",
+          "zwei", "kinder", "sitzen", "am", "strand", "mit", "einem", "ball", "rot", "blau"]
+ENGLISH = ["a", "man", "woman", "dog", "runs", "plays", "in", "the", "park", "on", "street", "two",
+           "children", "sit", "at", "beach", "with", "ball", "red", "blue"]
+
+
+def synthetic_pairs(n: int, seed: int = 0) -> list[tuple[str, str]]:
+    """Sentence pairs in which the 'translation' is a fixed word mapping: learnable in a few hundred steps."""
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(n):
+        idx = [rng.randrange(len(ENGLISH)) for _ in range(rng.randint(2, 7))]
+        pairs.append((" ".join(GERMAN[i] for i in idx) + " .", " ".join(ENGLISH[i] for i in idx) + " ."))
+    return pairs
+
+
+@pytest.fixture(scope="session")
+def tokenizer():
+    pairs = synthetic_pairs(300)
+    return train_tokenizer([s for s, _ in pairs] + [t for _, t in pairs], vocab_size=200, min_frequency=1)
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tokenizer):
+    torch.manual_seed(0)
+    return Transformer(preset("tiny", vocab_size=len(tokenizer))).eval()
+
+
+@pytest.fixture(scope="session")
+def checkpoint_dir(tmp_path_factory, tiny_model, tokenizer):
+    path = tmp_path_factory.mktemp("ckpt") / "tiny"
+    save_checkpoint(path, tiny_model, tokenizer, {"name": "tiny test model", "src_lang": "de", "tgt_lang": "en",
+                                                  "history": [{"epoch": 1, "step": 10, "train_loss": 5.0,
+                                                               "val_loss": 5.1, "val_bleu": 1.0, "elapsed_s": 6}]})
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(checkpoint_dir):
+    return load_checkpoint(checkpoint_dir)

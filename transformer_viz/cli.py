@@ -1,0 +1,213 @@
+"""Command line: ``python -m transformer_viz {translate,trace,shapes,train,evaluate,download-data}``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+DEFAULT_CHECKPOINT = Path(__file__).resolve().parent.parent / "checkpoints" / "de-en"
+
+
+def _load(path):
+    from .checkpoint import load_checkpoint
+
+    return load_checkpoint(path)
+
+
+def cmd_translate(args) -> int:
+    import torch
+
+    from .decoding import translate_ids
+    from .engine import run_sentence
+    from .evaluate import translate_texts
+    from .tokenizer import InputError, clean_text
+
+    ckpt = _load(args.checkpoint)
+    if args.sentence:
+        try:
+            run = run_sentence(ckpt, " ".join(args.sentence), beam_size=args.beam, trace=False)
+        except InputError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        for note in run.messages:
+            print(f"note: {note}", file=sys.stderr)
+        print(run.translation)
+        return 0
+    # Standard input: one output line per input line, translated in batches.
+    lines = sys.stdin.read().splitlines()
+    cleaned = [clean_text(line).text for line in lines]
+    todo = [i for i, text in enumerate(cleaned) if text]
+    outputs = translate_texts(ckpt.model, ckpt.tokenizer, [cleaned[i] for i in todo], beam_size=args.beam,
+                              progress=args.progress)
+    result = [""] * len(lines)
+    for i, out in zip(todo, outputs):
+        result[i] = out
+    sys.stdout.write("".join(line + "\n" for line in result))
+    return 0
+
+
+def _trace_json(run, values: bool) -> dict:
+    out = {
+        "source": run.source_text,
+        "source_tokens": run.src_tokens,
+        "source_ids": run.src_ids,
+        "translation": run.translation,
+        "target_tokens": run.tgt_tokens,
+        "target_ids": run.tgt_ids,
+        "messages": run.messages,
+        "shapes": {name: list(shape) for name, shape in run.trace.shapes().items()},
+    }
+    if values:
+        out["values"] = {name: t.float().tolist() if t.is_floating_point() else t.tolist()
+                         for name, t in run.trace.items()}
+    return out
+
+
+def cmd_trace(args) -> int:
+    from .engine import run_sentence
+    from .tokenizer import InputError
+
+    ckpt = _load(args.checkpoint)
+    try:
+        run = run_sentence(ckpt, " ".join(args.sentence), beam_size=args.beam)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    json.dump(_trace_json(run, args.values), sys.stdout, ensure_ascii=False, indent=None if args.values else 1)
+    print()
+    return 0
+
+
+def cmd_shapes(args) -> int:
+    from .engine import random_model_run
+
+    run = random_model_run(args.config, " ".join(args.sentence) if args.sentence else None)
+    json.dump(_trace_json(run, False) | {"config": run.config.to_dict()}, sys.stdout, ensure_ascii=False, indent=1)
+    print()
+    return 0
+
+
+def cmd_train(args) -> int:
+    from .train import TrainConfig, train
+
+    overrides = json.loads(args.model_overrides) if args.model_overrides else {}
+    tc = TrainConfig(src_lang=args.src, tgt_lang=args.tgt, config=args.config, model_overrides=overrides,
+                     vocab_size=args.vocab_size, batch_tokens=args.batch_tokens, epochs=args.epochs,
+                     max_minutes=args.max_minutes, warmup=args.warmup, lr_factor=args.lr_factor,
+                     label_smoothing=args.label_smoothing, patience=args.patience, seed=args.seed,
+                     average_last=args.average_last, amp=args.amp, threads=args.threads,
+                     train_limit=args.train_limit, val_bleu_limit=args.val_bleu_limit)
+    train(tc, args.run_dir, data_dir=args.data_dir, out_dir=args.out, progress=not args.no_progress)
+    return 0
+
+
+def cmd_evaluate(args) -> int:
+    from .data import read_split
+    from .evaluate import score, translate_texts
+
+    ckpt = _load(args.checkpoint)
+    src_lang = args.src or ckpt.metadata.get("src_lang", "de")
+    tgt_lang = args.tgt or ckpt.metadata.get("tgt_lang", "en")
+    pairs = read_split(args.data_dir, args.split, src_lang, tgt_lang, limit=args.limit or None)
+    hyps = translate_texts(ckpt.model, ckpt.tokenizer, [s for s, _ in pairs], beam_size=args.beam,
+                           alpha=args.alpha, progress=not args.no_progress)
+    result = score(hyps, [t for _, t in pairs])
+    out = Path(args.output or f"hyps.{args.split}.{src_lang}-{tgt_lang}.beam{args.beam}.txt")
+    out.write_text("".join(h + "\n" for h in hyps))
+    report = {"split": args.split, "direction": f"{src_lang}-{tgt_lang}", "sentences": len(pairs),
+              "decoding": "greedy" if args.beam <= 1 else f"beam {args.beam}", **result.as_dict(),
+              "hypotheses": str(out)}
+    print(json.dumps(report, indent=1))
+    return 0
+
+
+def cmd_download(args) -> int:
+    from .data import download
+
+    for path in download(args.directory):
+        print(path)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .data import DATA_DIR_ENV, SPLITS
+
+    parser = argparse.ArgumentParser(prog="python -m transformer_viz",
+                                     description="Run, inspect and train an encoder–decoder Transformer.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("translate", help="translate a sentence, or standard input line by line")
+    p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT), help="checkpoint directory")
+    p.add_argument("--beam", type=int, default=1, help="beam width (1 = greedy)")
+    p.add_argument("--progress", action="store_true", help="show a progress bar for standard input")
+    p.add_argument("sentence", nargs="*", help="the sentence; omit it to read standard input")
+    p.set_defaults(func=cmd_translate)
+
+    p = sub.add_parser("trace", help="JSON with tokens, IDs, translation and every traced tensor's shape")
+    p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT))
+    p.add_argument("--beam", type=int, default=1)
+    p.add_argument("--values", action="store_true", help="include every tensor's numbers")
+    p.add_argument("sentence", nargs="+")
+    p.set_defaults(func=cmd_trace)
+
+    p = sub.add_parser("shapes", help="the trace JSON from a randomly initialised model of a preset config")
+    p.add_argument("--config", default="base", help="preset: base, small or tiny")
+    p.add_argument("sentence", nargs="*", help="optional sentence (default: an example)")
+    p.set_defaults(func=cmd_shapes)
+
+    p = sub.add_parser("train", help="train on Multi30k")
+    p.add_argument("--data-dir", help=f"Multi30k directory (or set {DATA_DIR_ENV})")
+    p.add_argument("--src", default="de")
+    p.add_argument("--tgt", default="en")
+    p.add_argument("--run-dir", required=True, help="working directory: tokenizer, resumable state, logs")
+    p.add_argument("--out", help="write the selected model here as a checkpoint directory")
+    p.add_argument("--config", default="small")
+    p.add_argument("--model-overrides", help='JSON, e.g. \'{"dropout": 0.2}\'')
+    p.add_argument("--vocab-size", type=int, default=8000)
+    p.add_argument("--batch-tokens", type=int, default=4096)
+    p.add_argument("--epochs", type=int, default=100)
+    p.add_argument("--max-minutes", type=float, default=0.0)
+    p.add_argument("--warmup", type=int, default=4000)
+    p.add_argument("--lr-factor", type=float, default=1.0)
+    p.add_argument("--label-smoothing", type=float, default=0.1)
+    p.add_argument("--patience", type=int, default=8)
+    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--average-last", type=int, default=5)
+    p.add_argument("--amp", default="auto", choices=["auto", "bf16", "off"])
+    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--train-limit", type=int, default=0)
+    p.add_argument("--val-bleu-limit", type=int, default=0)
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("evaluate", help="BLEU and chrF of a checkpoint on a Multi30k split")
+    p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT))
+    p.add_argument("--data-dir", help=f"Multi30k directory (or set {DATA_DIR_ENV})")
+    p.add_argument("--split", default="test_2016_flickr", choices=SPLITS)
+    p.add_argument("--src")
+    p.add_argument("--tgt")
+    p.add_argument("--beam", type=int, default=5)
+    p.add_argument("--alpha", type=float, default=0.6, help="length penalty exponent")
+    p.add_argument("--limit", type=int, default=0, help="only the first n sentences")
+    p.add_argument("--output", help="where to write the hypotheses")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("download-data", help="fetch the Multi30k task 1 raw files (needs internet)")
+    p.add_argument("directory")
+    p.set_defaults(func=cmd_download)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .checkpoint import CheckpointError
+    from .data import DataError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (CheckpointError, DataError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

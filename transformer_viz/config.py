@@ -1,0 +1,78 @@
+"""Model configuration: one dataclass, saved as JSON inside every checkpoint and used to rebuild the model."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class ModelConfig:
+    """Hyper-parameters of the encoder–decoder Transformer, named as in the paper.
+
+    d_model: width of every residual stream; h: attention heads; d_k = d_v = d_model / h;
+    d_ff: inner width of the position-wise feed-forward network; N: layers in the encoder and in the decoder.
+    """
+
+    vocab_size: int = 8000
+    d_model: int = 512
+    d_ff: int = 2048
+    h: int = 8
+    N: int = 6
+    max_len: int = 256  # maximum positions (source or target) the positional encoding is built for
+    dropout: float = 0.1  # on embeddings + PE and on every sublayer output before the residual add
+    attn_dropout: float = 0.0  # on the attention weights (not in the paper; off by default)
+    pe_base: float = 10000.0  # the 10000 in PE(pos, 2i) = sin(pos / base^(2i / d_model))
+    pre_ln: bool = False  # False: Post-LN as in the paper, x = LayerNorm(x + Sublayer(x))
+    tie_embeddings: bool = True  # source, target and output projection share one matrix (joint vocabulary)
+    layer_norm_eps: float = 1e-5
+    pad_id: int = 0
+    bos_id: int = 1
+    eos_id: int = 2
+    unk_id: int = 3
+
+    def __post_init__(self) -> None:
+        if self.d_model % self.h != 0:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by h ({self.h})")
+        if self.d_model % 2 != 0:
+            raise ValueError(f"d_model ({self.d_model}) must be even for the sin/cos positional encoding")
+
+    @property
+    def d_k(self) -> int:
+        return self.d_model // self.h
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ModelConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown config fields: {sorted(unknown)}")
+        return cls(**data)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> "ModelConfig":
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+
+PRESETS: dict[str, dict] = {
+    # The paper's base model (Vaswani et al., 2017, Table 3).
+    "base": dict(d_model=512, d_ff=2048, h=8, N=6, dropout=0.1),
+    # What we train on a 2-core CPU for Multi30k: small and heavily regularised.
+    "small": dict(d_model=256, d_ff=1024, h=8, N=3, dropout=0.3),
+    # For tests: builds in milliseconds.
+    "tiny": dict(d_model=32, d_ff=64, h=4, N=2, dropout=0.0, max_len=64),
+}
+
+
+def preset(name: str, **overrides) -> ModelConfig:
+    if name not in PRESETS:
+        raise ValueError(f"unknown config preset {name!r}; choose one of {sorted(PRESETS)}")
+    return ModelConfig(**{**PRESETS[name], **overrides})

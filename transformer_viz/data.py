@@ -1,0 +1,153 @@
+"""Multi30k task 1: reading the raw gzip files, and batching sentence pairs by token count."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+SPLITS = ("train", "val", "test_2016_flickr", "test_2017_flickr")
+LANGUAGES = ("de", "en")
+DATA_DIR_ENV = "TRANSFORMER_VIZ_DATA"
+# The dataset's public repository (Elliott et al., 2016), raw task-1 files.
+DOWNLOAD_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/{name}"
+
+
+class DataError(RuntimeError):
+    """A missing or malformed data file; the message says what is expected and how to get it."""
+
+
+def resolve_data_dir(data_dir: str | Path | None) -> Path:
+    chosen = data_dir or os.environ.get(DATA_DIR_ENV)
+    if not chosen:
+        raise DataError(f"No data directory given: pass --data-dir DIR or set {DATA_DIR_ENV}. "
+                        f"It must hold Multi30k task 1 raw files such as train.de.gz and train.en.gz; "
+                        f"'python -m transformer_viz download-data DIR' fetches them.")
+    return Path(chosen)
+
+
+def file_name(split: str, lang: str) -> str:
+    return f"{split}.{lang}.gz"
+
+
+def _read_lines(path: Path) -> list[str]:
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            return [line.rstrip("\n").strip() for line in f]
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path} is not a readable gzip file of UTF-8 text ({exc}). "
+                        f"Re-fetch it with 'python -m transformer_viz download-data {path.parent}'.") from exc
+
+
+def read_split(data_dir: str | Path | None, split: str, src_lang: str, tgt_lang: str,
+               limit: int | None = None) -> list[tuple[str, str]]:
+    """(source, target) sentence pairs of one split; line n of one file translates line n of the other."""
+    if split not in SPLITS:
+        raise DataError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
+    directory = resolve_data_dir(data_dir)
+    paths = [directory / file_name(split, lang) for lang in (src_lang, tgt_lang)]
+    missing = [p.name for p in paths if not p.is_file()]
+    if missing:
+        raise DataError(f"missing {', '.join(missing)} in {directory}. Expected Multi30k task 1 raw files "
+                        f"({', '.join(file_name(s, l) for s in SPLITS for l in LANGUAGES)}); "
+                        f"fetch them with 'python -m transformer_viz download-data {directory}'.")
+    src, tgt = (_read_lines(p) for p in paths)
+    # A trailing empty line is a file ending, not a sentence.
+    while src and not src[-1]:
+        src.pop()
+    while tgt and not tgt[-1]:
+        tgt.pop()
+    if len(src) != len(tgt):
+        raise DataError(f"{paths[0].name} has {len(src)} lines but {paths[1].name} has {len(tgt)}: "
+                        f"the files must be line-aligned translations. Re-fetch them.")
+    pairs = list(zip(src, tgt))
+    return pairs[:limit] if limit else pairs
+
+
+def download(directory: str | Path) -> list[Path]:
+    """Fetch every split in both languages from the dataset's public repository."""
+    import urllib.request
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for split in SPLITS:
+        for lang in LANGUAGES:
+            name = file_name(split, lang)
+            target = directory / name
+            if target.is_file():
+                written.append(target)
+                continue
+            url = DOWNLOAD_URL.format(name=name)
+            try:
+                with urllib.request.urlopen(url, timeout=60) as response:
+                    target.write_bytes(response.read())
+            except OSError as exc:
+                raise DataError(f"could not download {url}: {exc}") from exc
+            written.append(target)
+    return written
+
+
+@dataclass
+class Batch:
+    src: torch.Tensor  # (B, S) source IDs ending in </s>, padded
+    tgt_in: torch.Tensor  # (B, T) <s> + target, padded: the decoder input (teacher forcing)
+    tgt_out: torch.Tensor  # (B, T) target + </s>, padded: what each position must predict
+    n_tokens: int  # real target tokens (non-pad entries of tgt_out)
+
+    def to(self, device) -> "Batch":
+        return Batch(self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device), self.n_tokens)
+
+
+def encode_pairs(tokenizer, pairs: list[tuple[str, str]], max_len: int) -> list[tuple[list[int], list[int]]]:
+    """Tokenize pairs; sentences are cut to fit max_len positions (with </s> or <s>)."""
+    from .tokenizer import EOS
+
+    src_ids = tokenizer([s for s, _ in pairs], add_special_tokens=False)["input_ids"]
+    tgt_ids = tokenizer([t for _, t in pairs], add_special_tokens=False)["input_ids"]
+    return [(s[: max_len - 1] + [EOS], t[: max_len - 1]) for s, t in zip(src_ids, tgt_ids)]
+
+
+def make_batch(examples: list[tuple[list[int], list[int]]], pad_id: int = 0, bos_id: int = 1,
+               eos_id: int = 2) -> Batch:
+    B = len(examples)
+    S = max(len(s) for s, _ in examples)
+    T = max(len(t) for _, t in examples) + 1
+    src = torch.full((B, S), pad_id, dtype=torch.long)
+    tgt_in = torch.full((B, T), pad_id, dtype=torch.long)
+    tgt_out = torch.full((B, T), pad_id, dtype=torch.long)
+    for b, (s, t) in enumerate(examples):
+        src[b, : len(s)] = torch.tensor(s)
+        tgt_in[b, : len(t) + 1] = torch.tensor([bos_id] + t)
+        tgt_out[b, : len(t) + 1] = torch.tensor(t + [eos_id])
+    return Batch(src, tgt_in, tgt_out, int((tgt_out != pad_id).sum()))
+
+
+def token_batches(examples: list[tuple[list[int], list[int]]], max_tokens: int, shuffle: bool = True,
+                  seed: int = 0) -> list[list[int]]:
+    """Group example indices into batches of about ``max_tokens`` (padded source + target) tokens.
+
+    Sorting by length before cutting keeps padding small; the batches themselves are then shuffled.
+    """
+    rng = random.Random(seed)
+    order = list(range(len(examples)))
+    if shuffle:
+        rng.shuffle(order)  # random tie-break among equal lengths
+    order.sort(key=lambda i: (len(examples[i][1]), len(examples[i][0])))
+    batches, current, longest = [], [], 0
+    for i in order:
+        length = max(len(examples[i][0]), len(examples[i][1]) + 1)
+        if current and (len(current) + 1) * max(longest, length) * 2 > max_tokens:
+            batches.append(current)
+            current, longest = [], 0
+        current.append(i)
+        longest = max(longest, length)
+    if current:
+        batches.append(current)
+    if shuffle:
+        rng.shuffle(batches)
+    return batches

@@ -1,0 +1,140 @@
+"""Greedy and beam-search decoding, batched, with cached keys/values and a per-step record.
+
+The record is what the app draws step by step: at greedy step t the chosen token and the top-k
+candidates with their probabilities; in beam search every beam with its score and its parent beam.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from .model import Transformer
+
+
+@dataclass
+class GreedyStep:
+    chosen: list[int]  # (B,) the token picked at this step
+    chosen_prob: list[float]  # (B,)
+    top_ids: list[list[int]]  # (B, k) the k most probable next tokens
+    top_probs: list[list[float]]  # (B, k)
+
+
+@dataclass
+class BeamStep:
+    tokens: list[list[int]]  # (B, K) the token each surviving beam appended at this step
+    parents: list[list[int]]  # (B, K) which beam of the previous step it extends
+    scores: list[list[float]]  # (B, K) cumulative log-probability of each beam
+    finished: list[list[bool]]  # (B, K) beam has produced </s>
+
+
+@dataclass
+class DecodeResult:
+    tokens: list[list[int]]  # (B, ·) output IDs per sentence, without <s>, cut after </s> (not included)
+    scores: list[float]  # sum of log-probabilities of each output (incl. </s>)
+    steps: list = field(default_factory=list)  # GreedyStep or BeamStep per generated position
+    method: str = "greedy"
+
+
+def default_max_len(model: Transformer, src: torch.Tensor) -> int:
+    # Translations are rarely much longer than their source; the model's positions cap it.
+    return min(model.cfg.max_len - 1, int(src.size(1) * 1.5) + 10)
+
+
+def _strip(row: list[int], eos_id: int, pad_id: int) -> list[int]:
+    out = []
+    for token in row:
+        if token == eos_id:
+            break
+        if token != pad_id:
+            out.append(token)
+    return out
+
+
+@torch.no_grad()
+def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int | None = None, top_k: int = 5,
+                  record: bool = True) -> DecodeResult:
+    """Pick the most probable token at every step. src (B, S) -> one output per row."""
+    cfg = model.cfg
+    max_len = max_len or default_max_len(model, src)
+    B = src.size(0)
+    state = model.start_state(src)
+    last = torch.full((B,), cfg.bos_id, dtype=torch.long, device=src.device)
+    finished = torch.zeros(B, dtype=torch.bool, device=src.device)
+    scores = torch.zeros(B, device=src.device)
+    out, steps = [], []
+    for _ in range(max_len):
+        logp = torch.log_softmax(model.decode_step(last, state).float(), dim=-1)  # (B, V)
+        best_logp, best = logp.max(dim=-1)  # (B,)
+        best = best.masked_fill(finished, cfg.pad_id)
+        scores += best_logp.masked_fill(finished, 0.0)
+        if record:
+            top_logp, top_ids = logp.topk(top_k, dim=-1)  # (B, k)
+            steps.append(GreedyStep(best.tolist(), best_logp.exp().tolist(), top_ids.tolist(),
+                                    top_logp.exp().tolist()))
+        out.append(best)
+        finished |= best == cfg.eos_id
+        last = best
+        if bool(finished.all()):
+            break
+    tokens = torch.stack(out, dim=1).tolist()  # (B, steps)
+    return DecodeResult([_strip(r, cfg.eos_id, cfg.pad_id) for r in tokens], scores.tolist(), steps, "greedy")
+
+
+def length_penalty(length: torch.Tensor, alpha: float) -> torch.Tensor:
+    """GNMT length penalty ((5 + |Y|) / 6)^α (Wu et al., 2016); α = 0 ranks by raw log-probability."""
+    return ((5.0 + length.float()) / 6.0) ** alpha
+
+
+@torch.no_grad()
+def beam_search(model: Transformer, src: torch.Tensor, beam_size: int = 5, max_len: int | None = None,
+                alpha: float = 0.6, record: bool = True) -> DecodeResult:
+    """Keep the ``beam_size`` best partial translations at every step; rank finished ones by
+    log-probability / length_penalty. src (B, S) -> the best output per row."""
+    cfg = model.cfg
+    max_len = max_len or default_max_len(model, src)
+    B, K, device = src.size(0), beam_size, src.device
+    state = model.start_state(src)
+    state = state.select(torch.arange(B, device=device).repeat_interleave(K))  # (B*K) rows, beam-major per source
+    scores = torch.full((B, K), float("-inf"), device=device)
+    scores[:, 0] = 0.0  # all beams start identical: let only the first one expand at step 1
+    history = torch.full((B, K, 0), cfg.pad_id, dtype=torch.long, device=device)  # (B, K, t)
+    finished = torch.zeros(B, K, dtype=torch.bool, device=device)
+    lengths = torch.zeros(B, K, dtype=torch.long, device=device)
+    last = torch.full((B * K,), cfg.bos_id, dtype=torch.long, device=device)
+    steps = []
+    for _ in range(max_len):
+        logp = torch.log_softmax(model.decode_step(last, state).float(), dim=-1)  # (B*K, V)
+        V = logp.size(-1)
+        logp = logp.view(B, K, V)
+        # A finished beam may only "continue" with <pad> at no cost, so it keeps its score and place.
+        done_row = torch.full((V,), float("-inf"), device=device)
+        done_row[cfg.pad_id] = 0.0
+        logp = torch.where(finished[:, :, None], done_row, logp)
+        candidates = (scores[:, :, None] + logp).view(B, K * V)  # (B, K*V)
+        scores, flat = candidates.topk(K, dim=-1)  # (B, K)
+        parents, tokens = flat // V, flat % V  # (B, K)
+        history = torch.cat([history.gather(1, parents[:, :, None].expand(-1, -1, history.size(2))),
+                             tokens[:, :, None]], dim=2)  # (B, K, t+1)
+        was_finished = finished.gather(1, parents)
+        lengths = lengths.gather(1, parents) + (~was_finished).long()
+        finished = was_finished | (tokens == cfg.eos_id)
+        if record:
+            steps.append(BeamStep(tokens.tolist(), parents.tolist(), scores.tolist(), finished.tolist()))
+        rows = (torch.arange(B, device=device)[:, None] * K + parents).view(-1)  # (B*K,)
+        state = state.select(rows)
+        last = tokens.view(-1)
+        if bool(finished.all()):
+            break
+    ranked = scores / length_penalty(lengths.clamp(min=1), alpha)  # (B, K)
+    best = ranked.argmax(dim=-1)  # (B,)
+    out = history[torch.arange(B, device=device), best].tolist()
+    best_scores = scores[torch.arange(B, device=device), best].tolist()
+    return DecodeResult([_strip(r, cfg.eos_id, cfg.pad_id) for r in out], best_scores, steps, "beam")
+
+
+def translate_ids(model: Transformer, src: torch.Tensor, beam_size: int = 1, **kwargs) -> DecodeResult:
+    if beam_size <= 1:
+        return greedy_decode(model, src, **kwargs)
+    return beam_search(model, src, beam_size=beam_size, **kwargs)

@@ -1,0 +1,81 @@
+"""Translation of many sentences in batches, and scoring with sacreBLEU and chrF."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .decoding import translate_ids
+from .tokenizer import decode
+
+
+@dataclass
+class Scores:
+    bleu: float  # sacreBLEU: cased, detokenized input, 13a tokenization
+    chrf: float
+    bleu_lower_tok: float  # lowercased 13a-tokenized BLEU, closer to how tutorials report
+
+    def as_dict(self) -> dict:
+        return {"bleu": self.bleu, "chrf": self.chrf, "bleu_lower_tok": self.bleu_lower_tok}
+
+
+def score(hypotheses: list[str], references: list[str]) -> Scores:
+    import sacrebleu
+
+    return Scores(
+        bleu=sacrebleu.corpus_bleu(hypotheses, [references]).score,
+        chrf=sacrebleu.corpus_chrf(hypotheses, [references]).score,
+        bleu_lower_tok=sacrebleu.corpus_bleu(hypotheses, [references], lowercase=True).score,
+    )
+
+
+def _batches_by_length(encoded: list[list[int]], batch_tokens: int):
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+    batch, longest = [], 0
+    for i in order:
+        longest = max(longest, len(encoded[i]))
+        if batch and (len(batch) + 1) * longest > batch_tokens:
+            yield batch
+            batch, longest = [], len(encoded[i])
+        batch.append(i)
+    if batch:
+        yield batch
+
+
+@torch.no_grad()
+def translate_texts(model, tokenizer, texts: list[str], beam_size: int = 1, batch_tokens: int = 2000,
+                    alpha: float = 0.6, progress: bool = False, device=None) -> list[str]:
+    """Translate many sentences, batched by length; returns outputs in input order."""
+    from .data import encode_pairs, make_batch
+
+    device = device or next(model.parameters()).device
+    cfg = model.cfg
+    pairs = encode_pairs(tokenizer, [(t, "") for t in texts], cfg.max_len)
+    src_only = [s for s, _ in pairs]
+    outputs: list[str] = [""] * len(texts)
+    batches = list(_batches_by_length(src_only, batch_tokens * (1 if beam_size <= 1 else max(1, 4 // beam_size))))
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(texts), desc=f"translating ({'greedy' if beam_size <= 1 else f'beam {beam_size}'})",
+                   unit="sent")
+    was_training = model.training
+    model.eval()
+    try:
+        for idx in batches:
+            batch = make_batch([pairs[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id).to(device)
+            kwargs = {"record": False}
+            if beam_size > 1:
+                kwargs["alpha"] = alpha
+            result = translate_ids(model, batch.src, beam_size=beam_size, **kwargs)
+            for i, ids in zip(idx, result.tokens):
+                outputs[i] = decode(tokenizer, ids)
+            if bar:
+                bar.update(len(idx))
+    finally:
+        model.train(was_training)
+        if bar:
+            bar.close()
+    return outputs
