@@ -1,0 +1,24 @@
+"""transformer-viz: the navigation and the shared sidebar; every page lives in pages/."""
+
+import streamlit as st
+
+from transformer_viz import webapp
+
+st.set_page_config(page_title="transformer-viz", page_icon="🔎", layout="wide")
+
+PAGES = [
+    st.Page("pages/overview.py", title="Overview & translation", url_path="overview", default=True),
+    st.Page("pages/tokens.py", title="Tokens & embeddings", url_path="tokens"),
+    st.Page("pages/positional.py", title="Positional encoding", url_path="positional"),
+    st.Page("pages/attention.py", title="Attention, step by step", url_path="attention"),
+    st.Page("pages/encoder.py", title="Encoder", url_path="encoder"),
+    st.Page("pages/decoder.py", title="Decoder", url_path="decoder"),
+    st.Page("pages/masking.py", title="Masking lab", url_path="masking"),
+    st.Page("pages/shapes.py", title="Shapes", url_path="shapes"),
+    st.Page("pages/decoding.py", title="Decoding", url_path="decoding"),
+    st.Page("pages/training.py", title="Training", url_path="training"),
+]
+
+page = st.navigation(PAGES)
+st.session_state["_selection"] = webapp.sidebar()
+page.run()

@@ -1,0 +1,41 @@
+"""Every page through Streamlit's AppTest, on a tiny checkpoint made by the fixtures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+PAGES = ["pages/overview.py", "pages/tokens.py", "pages/positional.py", "pages/attention.py", "pages/encoder.py",
+         "pages/decoder.py", "pages/masking.py", "pages/shapes.py", "pages/decoding.py", "pages/training.py"]
+
+
+@pytest.fixture()
+def app(checkpoint_dir, monkeypatch):
+    monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(checkpoint_dir.parent))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["s"] = "ein mann spielt im park ."
+    return at
+
+
+def open_page(at: AppTest, page: str) -> AppTest:
+    at.run()
+    at.switch_page(page)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def plotly_specs(at: AppTest) -> list[str]:
+    return [c.proto.spec for c in at.get("plotly_chart")]
+
+
+def test_overview_shows_translation_and_architecture(app):
+    at = open_page(app, "pages/overview.py")
+    assert at.title[0].value == "Overview & translation"
+    assert len(at.get("plotly_chart")) >= 1
+    assert any("ein mann spielt im park" in t.value for t in at.text)
+    assert "(1, 7, 32)" in plotly_specs(at)[0] or "32)" in plotly_specs(at)[0]
