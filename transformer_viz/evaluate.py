@@ -54,7 +54,8 @@ def translate_texts(model, tokenizer, texts: list[str], beam_size: int = 1, batc
     pairs = encode_pairs(tokenizer, [(t, "") for t in texts], cfg.max_len)
     src_only = [s for s, _ in pairs]
     outputs: list[str] = [""] * len(texts)
-    batches = list(_batches_by_length(src_only, batch_tokens * (1 if beam_size <= 1 else max(1, 4 // beam_size))))
+    # Beam search multiplies every batch by the beam width; keep the work per batch about the same.
+    batches = list(_batches_by_length(src_only, max(1, batch_tokens // max(beam_size, 1))))
     bar = None
     if progress:
         from tqdm import tqdm

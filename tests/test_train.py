@@ -1,0 +1,125 @@
+"""Training: the loss goes down, a resumed run continues exactly, DDP runs on the CPU with gloo."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from transformer_viz.data import DataError, make_batch, read_split, token_batches
+from transformer_viz.train import TrainConfig, learning_rate, train
+
+from conftest import synthetic_pairs
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _config(**kw) -> TrainConfig:
+    base = dict(config="tiny", batch_tokens=300, epochs=3, warmup=40, lr_factor=0.3, patience=100,
+                average_last=0, amp="off", seed=7, vocab_size=200)
+    return TrainConfig(**{**base, **kw})
+
+
+@pytest.fixture(scope="module")
+def pairs():
+    return {"train": synthetic_pairs(400, seed=1), "val": synthetic_pairs(20, seed=2)}
+
+
+def pairs_vocab(run_dir: Path) -> int:
+    return json.loads((run_dir / "tokenizer" / "tokenizer.json").read_text())["model"]["vocab"].__len__()
+
+
+def test_a_few_hundred_steps_drive_the_loss_down(tmp_path, pairs):
+    summary = train(_config(epochs=9, batch_tokens=240), tmp_path / "run", pairs=pairs, out_dir=tmp_path / "ckpt", progress=False,
+                    log=lambda *_: None)
+    history = summary["history"]
+    assert summary["steps"] >= 200
+    chance = math.log(pairs_vocab(tmp_path / "run"))  # the loss of a uniform guess
+    assert history[-1]["train_loss"] < 0.6 * chance
+    assert history[-1]["train_loss"] < history[0]["train_loss"]
+    assert history[-1]["val_loss"] < history[0]["val_loss"]
+    assert history[-1]["val_bleu"] > history[0]["val_bleu"]
+    card = json.loads((tmp_path / "ckpt" / "metadata.json").read_text())
+    assert [h["epoch"] for h in card["history"]] == list(range(1, 10))
+
+
+def test_a_resumed_run_continues_from_the_saved_step_with_the_same_learning_rate(tmp_path, pairs):
+    straight = train(_config(epochs=3), tmp_path / "a", pairs=pairs, progress=False, log=lambda *_: None)
+    train(_config(epochs=2), tmp_path / "b", pairs=pairs, progress=False, log=lambda *_: None)
+    logs = []
+    resumed = train(_config(epochs=3), tmp_path / "b", pairs=pairs, progress=False, log=logs.append)
+    assert any("resuming from epoch 2" in line for line in logs)
+    assert [h["step"] for h in resumed["history"]] == [h["step"] for h in straight["history"]]
+    for a, b in zip(straight["history"], resumed["history"]):
+        assert a["lr"] == pytest.approx(b["lr"], rel=1e-12)
+        assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-5)
+    wa, wb = load_file(str(tmp_path / "a" / "epoch003.safetensors")), load_file(str(tmp_path / "b" / "epoch003.safetensors"))
+    assert all(torch.allclose(wa[k], wb[k], atol=1e-6) for k in wa)
+
+
+def test_learning_rate_warms_up_linearly_then_decays_with_inverse_sqrt():
+    d_model, warmup = 256, 1000
+    assert learning_rate(500, d_model, warmup) == pytest.approx(learning_rate(1000, d_model, warmup) / 2)
+    peak = max(range(1, 5000), key=lambda s: learning_rate(s, d_model, warmup))
+    assert peak == warmup
+    assert learning_rate(4000, d_model, warmup) == pytest.approx(learning_rate(1000, d_model, warmup) / 2)
+
+
+def test_token_batches_respect_the_budget_and_cover_every_example():
+    examples = [([5] * (i % 13 + 1) + [2], [6] * (i % 11 + 1)) for i in range(300)]
+    batches = token_batches(examples, max_tokens=200, seed=3)
+    assert sorted(i for b in batches for i in b) == list(range(300))
+    for b in batches:
+        batch = make_batch([examples[i] for i in b])
+        assert batch.src.numel() + batch.tgt_in.numel() <= 200 or len(b) == 1
+        assert (batch.tgt_in[:, 0] == 1).all()
+        assert batch.n_tokens == sum(len(examples[i][1]) + 1 for i in b)
+
+
+def _write_corpus(directory: Path, pairs_by_split: dict) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    for split, pairs in pairs_by_split.items():
+        for k, lang in enumerate(("de", "en")):
+            with gzip.open(directory / f"{split}.{lang}.gz", "wt", encoding="utf-8") as f:
+                f.write("".join(p[k] + "\n" for p in pairs))
+
+
+def test_data_errors_name_the_files_and_catch_misaligned_lines(tmp_path):
+    with pytest.raises(DataError, match="train.de.gz"):
+        read_split(tmp_path, "train", "de", "en")
+    _write_corpus(tmp_path, {"train": synthetic_pairs(5)})
+    assert len(read_split(tmp_path, "train", "de", "en")) == 5
+    with gzip.open(tmp_path / "train.en.gz", "wt") as f:
+        f.write("one\ntwo\n")
+    with pytest.raises(DataError, match="5 lines but train.en.gz has 2"):
+        read_split(tmp_path, "train", "de", "en")
+    (tmp_path / "val.de.gz").write_bytes(b"not gzip")
+    (tmp_path / "val.en.gz").write_bytes(b"not gzip")
+    with pytest.raises(DataError, match="not a readable gzip"):
+        read_split(tmp_path, "val", "de", "en")
+
+
+def test_distributed_data_parallel_runs_with_gloo_and_two_processes(tmp_path):
+    data = tmp_path / "data"
+    _write_corpus(data, {"train": synthetic_pairs(200, seed=4), "val": synthetic_pairs(12, seed=5)})
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           "-m", "transformer_viz", "train", "--data-dir", str(data), "--run-dir", str(tmp_path / "run"),
+           "--out", str(tmp_path / "ckpt"), "--config", "tiny", "--vocab-size", "200", "--batch-tokens", "300",
+           "--epochs", "2", "--warmup", "20", "--average-last", "0", "--amp", "off", "--no-progress"]
+    result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert len(summary["history"]) == 2
+    assert summary["steps"] > 0
+    assert all(h["train_loss"] == h["train_loss"] for h in summary["history"])  # not NaN
+    assert summary["history"][1]["train_loss"] < summary["history"][0]["train_loss"]
+    assert (tmp_path / "ckpt" / "model.safetensors").is_file()
