@@ -7,16 +7,16 @@ from transformer_viz import webapp
 st.set_page_config(page_title="transformer-viz", page_icon="🔎", layout="wide")
 
 PAGES = [
-    st.Page("pages/overview.py", title="Overview & translation", url_path="overview", default=True),
-    st.Page("pages/tokens.py", title="Tokens & embeddings", url_path="tokens"),
-    st.Page("pages/positional.py", title="Positional encoding", url_path="positional"),
-    st.Page("pages/attention.py", title="Attention, step by step", url_path="attention"),
-    st.Page("pages/encoder.py", title="Encoder", url_path="encoder"),
-    st.Page("pages/decoder.py", title="Decoder", url_path="decoder"),
-    st.Page("pages/masking.py", title="Masking lab", url_path="masking"),
-    st.Page("pages/shapes.py", title="Shapes", url_path="shapes"),
-    st.Page("pages/decoding.py", title="Decoding", url_path="decoding"),
-    st.Page("pages/training.py", title="Training", url_path="training"),
+    st.Page("app_pages/overview.py", title="Overview & translation", url_path="overview", default=True),
+    st.Page("app_pages/tokens.py", title="Tokens & embeddings", url_path="tokens"),
+    st.Page("app_pages/positional.py", title="Positional encoding", url_path="positional"),
+    st.Page("app_pages/attention.py", title="Attention, step by step", url_path="attention"),
+    st.Page("app_pages/encoder.py", title="Encoder", url_path="encoder"),
+    st.Page("app_pages/decoder.py", title="Decoder", url_path="decoder"),
+    st.Page("app_pages/masking.py", title="Masking lab", url_path="masking"),
+    st.Page("app_pages/shapes.py", title="Shapes", url_path="shapes"),
+    st.Page("app_pages/decoding.py", title="Decoding", url_path="decoding"),
+    st.Page("app_pages/training.py", title="Training", url_path="training"),
 ]
 
 page = st.navigation(PAGES)

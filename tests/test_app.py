@@ -9,8 +9,8 @@ from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
-PAGES = ["pages/overview.py", "pages/tokens.py", "pages/positional.py", "pages/attention.py", "pages/encoder.py",
-         "pages/decoder.py", "pages/masking.py", "pages/shapes.py", "pages/decoding.py", "pages/training.py"]
+PAGES = ["app_pages/overview.py", "app_pages/tokens.py", "app_pages/positional.py", "app_pages/attention.py", "app_pages/encoder.py",
+         "app_pages/decoder.py", "app_pages/masking.py", "app_pages/shapes.py", "app_pages/decoding.py", "app_pages/training.py"]
 
 
 @pytest.fixture()
@@ -34,7 +34,7 @@ def plotly_specs(at: AppTest) -> list[str]:
 
 
 def test_overview_shows_translation_and_architecture(app):
-    at = open_page(app, "pages/overview.py")
+    at = open_page(app, "app_pages/overview.py")
     assert at.title[0].value == "Overview & translation"
     assert len(at.get("plotly_chart")) >= 1
     assert any("ein mann spielt im park" in t.value for t in at.text)

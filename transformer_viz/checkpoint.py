@@ -70,73 +70,146 @@ def save_checkpoint(directory: str | Path, model: Transformer, tokenizer, metada
 
 
 def _refuse_pickles(path: Path) -> None:
+    """Refuse anything but a directory with model.safetensors, looking at names only: a pickle is never opened."""
     if path.is_file():
-        kind = "a pickle file" if path.suffix in PICKLE_SUFFIXES else "a file"
-        raise CheckpointError(f"{path} is {kind}, not a checkpoint directory. Checkpoints are directories with "
-                              f"{WEIGHTS} and {CONFIG}; pickle files are never loaded because unpickling can run code.")
+        if path.suffix.lower() in PICKLE_SUFFIXES:
+            raise CheckpointError(f"{path} is a pickle file. Pickle files are never loaded, because unpickling can "
+                                  f"run arbitrary code; a checkpoint is a directory with {WEIGHTS} and {CONFIG}.")
+        hint = f" (give its directory, {path.parent})" if path.name == WEIGHTS else ""
+        raise CheckpointError(f"{path} is a file, not a checkpoint directory{hint}. A checkpoint is a directory "
+                              f"with {WEIGHTS}, {CONFIG} and {TOKENIZER_DIR}/.")
     if not path.is_dir():
         raise CheckpointError(f"checkpoint directory {path} does not exist")
     if not (path / WEIGHTS).is_file():
-        pickles = sorted(p.name for p in path.iterdir() if p.suffix in PICKLE_SUFFIXES)
+        pickles = sorted(p.name for p in path.iterdir() if p.suffix.lower() in PICKLE_SUFFIXES)
         if pickles:
             raise CheckpointError(f"{path} holds only pickle weights ({', '.join(pickles)}), which are never "
-                                  f"opened because unpickling can run code. Convert them to {WEIGHTS}.")
+                                  f"opened because unpickling can run arbitrary code. Convert them to {WEIGHTS}.")
         raise CheckpointError(f"{path} has no {WEIGHTS}; a checkpoint directory needs {WEIGHTS} and {CONFIG}.")
+
+
+# Bounds on what a config.json may ask for, so that a damaged or hostile file cannot make us allocate
+# without limit (the paper's "big" model has d_model 1024, d_ff 4096, h 16, N 6).
+_CONFIG_LIMITS = {"vocab_size": (5, 1_000_000), "d_model": (2, 8192), "d_ff": (1, 65536), "h": (1, 256),
+                  "N": (1, 64), "max_len": (2, 65536), "pad_id": (0, 0), "bos_id": (1, 1), "eos_id": (2, 2),
+                  "unk_id": (3, 3)}
+_MAX_PARAMETERS = 2_000_000_000
+
+
+def validate_config(cfg: ModelConfig) -> None:
+    """Types and ranges of every field, checked before anything is allocated."""
+    problems = []
+    for name, (low, high) in _CONFIG_LIMITS.items():
+        value = getattr(cfg, name)
+        if isinstance(value, bool) or not isinstance(value, int):
+            problems.append(f"{name} must be an integer, not {value!r}")
+        elif not low <= value <= high:
+            problems.append(f"{name} = {value} is outside [{low}, {high}]")
+    for name in ("dropout", "attn_dropout"):
+        value = getattr(cfg, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+            problems.append(f"{name} must be a number in [0, 1), not {value!r}")
+    for name in ("pe_base", "layer_norm_eps"):
+        value = getattr(cfg, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value < float("inf"):
+            problems.append(f"{name} must be a positive number, not {value!r}")
+    for name in ("pre_ln", "tie_embeddings"):
+        if not isinstance(getattr(cfg, name), bool):
+            problems.append(f"{name} must be true or false, not {getattr(cfg, name)!r}")
+    if not problems:
+        per_layer = 4 * cfg.d_model * cfg.d_model + 2 * cfg.d_model * cfg.d_ff
+        estimate = 3 * cfg.N * per_layer + (1 if cfg.tie_embeddings else 3) * cfg.vocab_size * cfg.d_model
+        if estimate > _MAX_PARAMETERS:
+            problems.append(f"the model would have about {estimate:,} parameters, more than {_MAX_PARAMETERS:,}")
+    if problems:
+        raise CheckpointError("; ".join(problems))
 
 
 def load_config(directory: str | Path) -> ModelConfig:
     path = Path(directory) / CONFIG
     try:
-        return ModelConfig.load(path)
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+        cfg = ModelConfig.from_dict(data)
+        validate_config(cfg)
     except FileNotFoundError:
         raise CheckpointError(f"{path.parent} has no {CONFIG}") from None
-    except (json.JSONDecodeError, TypeError, ValueError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, TypeError, ValueError, ArithmeticError, CheckpointError,
+            OSError) as exc:
         raise CheckpointError(f"{path} is not a valid model config: {exc}") from exc
+    return cfg
+
+
+def _read_weights(path: Path, expected: dict[str, torch.Tensor], tied: set[str]) -> dict[str, torch.Tensor]:
+    """Check the safetensors header (names, shapes, dtypes) against the model, then read the tensors."""
+    from safetensors import SafetensorError, safe_open
+
+    problems = []
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            names = list(f.keys())
+            for name in names:
+                tensor_slice = f.get_slice(name)
+                shape, dtype = tuple(tensor_slice.get_shape()), tensor_slice.get_dtype()
+                if name not in expected:
+                    problems.append(f"unexpected tensor {name}")
+                elif shape != tuple(expected[name].shape):
+                    problems.append(f"{name} has shape {shape}, {CONFIG} needs {tuple(expected[name].shape)}")
+                elif dtype not in ("F16", "BF16", "F32", "F64"):
+                    problems.append(f"{name} has dtype {dtype}, expected floating point")
+            stored = set(names)
+            missing = [n for n in expected if n not in stored and not (n in tied and tied & stored)]
+            problems += [f"missing tensor {n}" for n in missing]
+            if problems:
+                raise CheckpointError(f"{path} does not match {CONFIG}: " + "; ".join(problems[:5])
+                                      + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""))
+            tensors = {name: f.get_tensor(name) for name in names}
+    except CheckpointError:
+        raise
+    except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
+        raise CheckpointError(f"{path} is damaged or truncated and cannot be read ({exc}).") from exc
+    bad = [name for name, t in tensors.items() if not bool(torch.isfinite(t).all())]
+    if bad:
+        raise CheckpointError(f"{path} holds NaN or infinite values in {', '.join(bad[:5])}")
+    return tensors
 
 
 def load_checkpoint(directory: str | Path, device: str | torch.device = "cpu") -> Checkpoint:
-    """Rebuild the model from config.json, fill it from model.safetensors, load the tokenizer."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
+    """Rebuild the model from config.json, fill it from model.safetensors, load the tokenizer.
 
+    Only safetensors and JSON are read; any problem raises :class:`CheckpointError` with the reason.
+    """
     from .tokenizer import load_tokenizer
 
     path = Path(directory)
     _refuse_pickles(path)
     cfg = load_config(path)
-    model = Transformer(cfg)
     try:
-        tensors = load_file(str(path / WEIGHTS))
-    except (SafetensorError, OSError, ValueError) as exc:
-        raise CheckpointError(f"{path / WEIGHTS} is damaged or truncated and cannot be read ({exc}).") from exc
-    expected = model.state_dict()
-    problems = []
-    for name, tensor in tensors.items():
-        if name not in expected:
-            problems.append(f"unexpected tensor {name}")
-        elif tuple(tensor.shape) != tuple(expected[name].shape):
-            problems.append(f"{name} has shape {tuple(tensor.shape)}, config needs {tuple(expected[name].shape)}")
-    stored = set(tensors)
+        model = Transformer(cfg)
+    except (RuntimeError, ValueError, TypeError) as exc:
+        raise CheckpointError(f"{path / CONFIG} describes a model that cannot be built: {exc}") from exc
     tied = {"tgt_embed.weight", "src_embed.weight"} if cfg.tie_embeddings else set()
-    missing = [n for n in expected if n not in stored and not (n in tied and tied & stored)]
-    problems += [f"missing tensor {n}" for n in missing]
-    if problems:
-        raise CheckpointError(f"{path / WEIGHTS} does not match {CONFIG}: " + "; ".join(problems[:5])
-                              + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""))
+    tensors = _read_weights(path / WEIGHTS, model.state_dict(), tied)
     model.load_state_dict({k: v.float() for k, v in tensors.items()}, strict=False)
     model.to(device).eval()
     tok_dir = path / TOKENIZER_DIR
     if not (tok_dir / "tokenizer.json").is_file():
         raise CheckpointError(f"{tok_dir} has no tokenizer.json")
-    tokenizer = load_tokenizer(tok_dir)
+    try:
+        tokenizer = load_tokenizer(tok_dir)
+    except Exception as exc:  # the Rust parser raises plain Exception for malformed JSON
+        raise CheckpointError(f"{tok_dir / 'tokenizer.json'} cannot be loaded: {exc}") from exc
     if len(tokenizer) != cfg.vocab_size:
         raise CheckpointError(f"tokenizer has {len(tokenizer)} tokens but the model's vocabulary is {cfg.vocab_size}")
     metadata = {}
     if (path / METADATA).is_file():
         try:
-            metadata = json.loads((path / METADATA).read_text())
-        except json.JSONDecodeError as exc:
+            metadata = json.loads((path / METADATA).read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise CheckpointError(f"{path / METADATA} is not valid JSON: {exc}") from exc
+        if not isinstance(metadata, dict):
+            raise CheckpointError(f"{path / METADATA} must hold a JSON object, not {type(metadata).__name__}")
     return Checkpoint(model, tokenizer, cfg, metadata, path)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -16,13 +17,27 @@ def _load(path):
     return load_checkpoint(path)
 
 
-def cmd_translate(args) -> int:
-    import torch
+def _read_stdin() -> str:
+    # Bytes that are not UTF-8 become U+FFFD (shown as <unk>) instead of stopping the whole run.
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is not None:
+        return buffer.read().decode("utf-8", errors="replace")
+    return sys.stdin.read()
 
-    from .decoding import translate_ids
+
+def _input_lines(text: str) -> list[str]:
+    """Lines split at \\n only (str.splitlines would also split at form feed, U+2028, …, and so
+    change the line count); a final newline does not start another line; \\r\\n counts as one."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def cmd_translate(args) -> int:
     from .engine import run_sentence
     from .evaluate import translate_texts
-    from .tokenizer import InputError, clean_text
+    from .tokenizer import InputError, encode_source
 
     ckpt = _load(args.checkpoint)
     if args.sentence:
@@ -35,12 +50,24 @@ def cmd_translate(args) -> int:
             print(f"note: {note}", file=sys.stderr)
         print(run.translation)
         return 0
-    # Standard input: one output line per input line, translated in batches.
-    lines = sys.stdin.read().splitlines()
-    cleaned = [clean_text(line).text for line in lines]
-    todo = [i for i, text in enumerate(cleaned) if text]
-    outputs = translate_texts(ckpt.model, ckpt.tokenizer, [cleaned[i] for i in todo], beam_size=args.beam,
-                              progress=args.progress)
+    # Standard input: one output line per input line (an empty line stays empty), translated in batches.
+    # Every line goes through the same input rules as a sentence on the command line or in the app.
+    lines = _input_lines(_read_stdin())
+    used: dict[int, str] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            encoded = encode_source(ckpt.tokenizer, line, max_tokens=ckpt.config.max_len)
+        except InputError as exc:
+            print(f"note: line {number}: {exc}", file=sys.stderr)
+            continue
+        for note in encoded.messages():
+            print(f"note: line {number}: {note}", file=sys.stderr)
+        used[number - 1] = encoded.clean.text
+    todo = sorted(used)
+    outputs = translate_texts(ckpt.model, ckpt.tokenizer, [used[i] for i in todo], beam_size=args.beam,
+                              progress=args.progress) if todo else []
     result = [""] * len(lines)
     for i, out in zip(todo, outputs):
         result[i] = out
@@ -82,8 +109,18 @@ def cmd_trace(args) -> int:
 
 def cmd_shapes(args) -> int:
     from .engine import random_model_run
+    from .tokenizer import InputError, clean_text
 
-    run = random_model_run(args.config, " ".join(args.sentence) if args.sentence else None)
+    sentence = None
+    if args.sentence:
+        clean = clean_text(" ".join(args.sentence))
+        if clean.empty:
+            raise InputError("Please type a sentence (or none, for the example): the text is empty"
+                             + (" after removing invisible characters." if clean.removed else "."))
+        for note in clean.messages():
+            print(f"note: {note}", file=sys.stderr)
+        sentence = clean.text
+    run = random_model_run(args.config, sentence)
     json.dump(_trace_json(run, False) | {"config": run.config.to_dict()}, sys.stdout, ensure_ascii=False, indent=1)
     print()
     return 0
@@ -131,7 +168,21 @@ def cmd_download(args) -> int:
     return 0
 
 
+MAX_BEAM = 32  # wider beams cost memory (beam × vocabulary per step) and rarely help
+
+
+def _beam_width(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= value <= MAX_BEAM:
+        raise argparse.ArgumentTypeError(f"must be between 1 (greedy) and {MAX_BEAM}, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from .config import PRESETS
     from .data import DATA_DIR_ENV, SPLITS
 
     parser = argparse.ArgumentParser(prog="python -m transformer_viz",
@@ -140,20 +191,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("translate", help="translate a sentence, or standard input line by line")
     p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT), help="checkpoint directory")
-    p.add_argument("--beam", type=int, default=1, help="beam width (1 = greedy)")
+    p.add_argument("--beam", type=_beam_width, default=1, help=f"beam width, 1 (greedy) to {MAX_BEAM}")
     p.add_argument("--progress", action="store_true", help="show a progress bar for standard input")
     p.add_argument("sentence", nargs="*", help="the sentence; omit it to read standard input")
     p.set_defaults(func=cmd_translate)
 
     p = sub.add_parser("trace", help="JSON with tokens, IDs, translation and every traced tensor's shape")
     p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT))
-    p.add_argument("--beam", type=int, default=1)
+    p.add_argument("--beam", type=_beam_width, default=1, help=f"beam width, 1 (greedy) to {MAX_BEAM}")
     p.add_argument("--values", action="store_true", help="include every tensor's numbers")
     p.add_argument("sentence", nargs="+")
     p.set_defaults(func=cmd_trace)
 
     p = sub.add_parser("shapes", help="the trace JSON from a randomly initialised model of a preset config")
-    p.add_argument("--config", default="base", help="preset: base, small or tiny")
+    p.add_argument("--config", default="base", choices=sorted(PRESETS), help="preset config")
     p.add_argument("sentence", nargs="*", help="optional sentence (default: an example)")
     p.set_defaults(func=cmd_shapes)
 
@@ -188,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", default="test_2016_flickr", choices=SPLITS)
     p.add_argument("--src")
     p.add_argument("--tgt")
-    p.add_argument("--beam", type=int, default=5)
+    p.add_argument("--beam", type=_beam_width, default=5)
     p.add_argument("--alpha", type=float, default=0.6, help="length penalty exponent")
     p.add_argument("--limit", type=int, default=0, help="only the first n sentences")
     p.add_argument("--output", help="where to write the hypotheses")
@@ -202,12 +253,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run a command; problems with the input, the checkpoint or the data give a one-line message on
+    stderr and exit code 2 (as argparse does for bad arguments), never a traceback."""
     from .checkpoint import CheckpointError
     from .data import DataError
+    from .tokenizer import InputError
 
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse has printed its message; return its code so main() never exits
+        return exc.code if isinstance(exc.code, int) else 2
     try:
         return args.func(args)
-    except (CheckpointError, DataError) as exc:
+    except (CheckpointError, DataError, InputError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # e.g. `... | head`: the reader has gone, nothing left to report
+        try:  # point stdout at /dev/null, so that the interpreter's final flush does not fail again
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 1

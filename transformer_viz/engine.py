@@ -6,6 +6,7 @@ traced forward over (source, <s> + generated target) then gives every decoder te
 
 from __future__ import annotations
 
+import functools
 import zlib
 from dataclasses import dataclass, field
 
@@ -83,15 +84,25 @@ def run_sentence(ckpt: Checkpoint, text: str, beam_size: int = 1, trace: bool = 
 EXAMPLE_SENTENCE = "Ein Mann fährt mit dem Fahrrad durch die Stadt."
 
 
+@functools.lru_cache(maxsize=2)
+def _random_model(config_name: str, seed: int) -> Transformer:
+    # Built once per process: the base config has 60M parameters and takes seconds to initialise.
+    # Shared read-only, like the trained model.
+    generator_state = torch.get_rng_state()
+    torch.manual_seed(seed)
+    model = Transformer(preset(config_name)).eval()
+    torch.set_rng_state(generator_state)
+    return model
+
+
 def random_model_run(config_name: str = "base", sentence: str | None = None, seed: int = 0) -> SentenceRun:
     """Trace a randomly initialised model of a preset config (no trained weights needed).
 
     Words are mapped to IDs by a hash (there is no trained vocabulary), and the 'translation' is as
     long as the source: only the shapes mean anything here.
     """
-    torch.manual_seed(seed)
-    cfg = preset(config_name)
-    model = Transformer(cfg).eval()
+    model = _random_model(config_name, seed)
+    cfg = model.cfg
     words = (sentence or EXAMPLE_SENTENCE).split()[: cfg.max_len - 1] or ["."]
     src_ids = [4 + zlib.crc32(w.encode()) % (cfg.vocab_size - 4) for w in words] + [EOS]
     tgt_ids = [BOS] + [4 + (i * 7919) % (cfg.vocab_size - 4) for i in range(len(words))]
@@ -100,3 +111,55 @@ def random_model_run(config_name: str = "base", sentence: str | None = None, see
     empty = DecodeResult([tgt_ids[1:]], [0.0], [], "none")
     return SentenceRun(" ".join(words), src_ids, tokens, tgt_ids, ["<s>"] + [f"y{i}" for i in range(len(words))],
                        "", empty, trace, cfg, ["random weights: only the shapes are meaningful"])
+
+
+def _max_output(cfg: ModelConfig, source_length: int) -> int:
+    # The same cap as run_sentence, so a sentence gets the same translation alone and in a batch.
+    return min(cfg.max_len - 1, int(source_length * 1.5) + 10)
+
+
+@torch.no_grad()
+def batch_trace(ckpt: Checkpoint, sentences: list[str]) -> tuple[Trace, list[list[str]], list[list[str]]]:
+    """Translate each sentence greedily on its own, then run ONE traced, teacher-forced forward over the
+    padded batch: sources (B, S_max) and targets <s> + translation (B, T_max), filled with <pad>.
+
+    Returns the trace and, per row, the unpadded source tokens (ending in </s>) and decoder input tokens
+    (starting with <s>). Real positions of row b equal those of ``traced_forward`` on sentence b alone:
+    <pad> keys are masked to −∞, so they get weight exactly 0.
+    """
+    model, tokenizer, cfg = ckpt.model, ckpt.tokenizer, ckpt.config
+    device = next(model.parameters()).device
+    sources, targets = [], []
+    for text in sentences:
+        ids = encode_source(tokenizer, text, max_tokens=cfg.max_len).ids
+        result = translate_ids(model, torch.tensor([ids], device=device), beam_size=1,
+                               max_len=_max_output(cfg, len(ids)), record=False)
+        sources.append(ids)
+        targets.append([BOS] + result.tokens[0][: cfg.max_len - 1])
+    S, T = max(map(len, sources)), max(map(len, targets))
+    src = torch.full((len(sources), S), cfg.pad_id, dtype=torch.long, device=device)  # (B, S_max)
+    tgt = torch.full((len(targets), T), cfg.pad_id, dtype=torch.long, device=device)  # (B, T_max)
+    for b, (s_ids, t_ids) in enumerate(zip(sources, targets)):
+        src[b, : len(s_ids)] = torch.tensor(s_ids)
+        tgt[b, : len(t_ids)] = torch.tensor(t_ids)
+    trace = Trace()
+    model(src, tgt, trace=trace)
+    return (trace, [tokenizer.convert_ids_to_tokens(ids) for ids in sources],
+            [tokenizer.convert_ids_to_tokens(ids) for ids in targets])
+
+
+@torch.no_grad()
+def teacher_forced_logits(ckpt: Checkpoint, text: str, target_text: str) -> tuple[list[int], list[int], torch.Tensor]:
+    """Teacher forcing on a given target (e.g. a reference translation), as in training.
+
+    The target is tokenized like a source (ending in </s>): that is the expected output y_1 … y_n </s>;
+    the decoder input is the same shifted right, <s> y_1 … y_n. Returns (decoder input IDs, expected IDs,
+    logits (T, V)). Raises InputError for an empty text or target.
+    """
+    model, tokenizer, cfg = ckpt.model, ckpt.tokenizer, ckpt.config
+    device = next(model.parameters()).device
+    src_ids = encode_source(tokenizer, text, max_tokens=cfg.max_len).ids
+    expected = encode_source(tokenizer, target_text, max_tokens=cfg.max_len).ids
+    decoder_input = [BOS] + expected[:-1]
+    logits = model(torch.tensor([src_ids], device=device), torch.tensor([decoder_input], device=device))
+    return decoder_input, expected, logits[0].float().cpu()  # (T, V)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,15 +13,37 @@ SPECIAL_TOKENS = {"pad_token": "<pad>", "bos_token": "<s>", "eos_token": "</s>",
 # IDs fixed by training order; ModelConfig's pad_id/bos_id/eos_id/unk_id defaults match.
 PAD, BOS, EOS, UNK = 0, 1, 2, 3
 
-# Characters removed before tokenizing: control characters (except tab/newline, turned into spaces),
-# zero-width characters and bidirectional overrides, which are invisible and can disguise text.
-_INVISIBLE = {
-    "\u200b", "\u200c", "\u200d", "\u2060", "\ufeff",  # zero-width space/non-joiner/joiner, word joiner, BOM
-    "\u202a", "\u202b", "\u202c", "\u202d", "\u202e",  # bidi embeddings and overrides
-    "\u2066", "\u2067", "\u2068", "\u2069", "\u200e", "\u200f", "\u061c",  # bidi isolates and marks
+# Characters removed before tokenizing, because they are invisible and can disguise text: control
+# characters (tab, newline and the other whitespace controls become a space), every format character
+# (category Cf: zero-width space/joiner, bidi embeddings, overrides, isolates and marks, soft hyphen,
+# tag characters, BOM, …), lone surrogates (they cannot even be encoded as UTF-8), non-characters,
+# variation selectors and the "filler" letters that render as nothing.
+_INVISIBLE_EXTRA = {
+    "\u034f",  # combining grapheme joiner
+    "\u115f", "\u1160", "\u3164", "\uffa0",  # Hangul fillers: letters that draw nothing
 }
+_ORDINARY_WHITESPACE = "\t\n\r"
+_CATEGORY_NAMES = {"Cc": "control character", "Cf": "format character", "Cs": "lone surrogate",
+                   "Cn": "non-character", "Mn": "variation selector"}
+
+
+def _invisible(ch: str) -> bool:
+    o = ord(ch)
+    category = unicodedata.category(ch)
+    if category in ("Cc", "Cf", "Cs"):
+        return True
+    if 0xFDD0 <= o <= 0xFDEF or (o & 0xFFFE) == 0xFFFE:  # non-characters, never meant for interchange
+        return True
+    return ch in _INVISIBLE_EXTRA or 0xFE00 <= o <= 0xFE0F or 0xE0100 <= o <= 0xE01EF  # variation selectors
+
 
 DEFAULT_MAX_CHARS = 1000
+
+# One tokenizer serves every session of the app. transformers reconfigures the shared Rust tokenizer
+# (truncation, padding, special-token handling) inside any call that asks for different settings, and
+# PyO3 then refuses a concurrent call with "RuntimeError: Already borrowed". Tokenizing a sentence
+# takes microseconds, so serialising our calls costs nothing measurable and rules that out.
+_TOKENIZER_LOCK = threading.Lock()
 
 
 def train_tokenizer(texts: Iterable[str], vocab_size: int = 8000, min_frequency: int = 2):
@@ -64,12 +87,18 @@ def protect_special_tokens(tokenizer) -> None:
 
 
 def load_tokenizer(directory: str | Path):
-    """Load a tokenizer saved with ``save_pretrained`` (tokenizer.json: plain JSON, no code)."""
-    from transformers import PreTrainedTokenizerFast
+    """Load a tokenizer saved with ``save_pretrained``, reading only its tokenizer.json.
 
-    tokenizer = PreTrainedTokenizerFast.from_pretrained(str(directory))
-    protect_special_tokens(tokenizer)
-    return tokenizer
+    tokenizer.json is plain JSON parsed by the Rust ``tokenizers`` library: no code runs, nothing is
+    fetched from the network, and tokenizer_config.json (which could name other classes) is not read.
+    The result equals what ``PreTrainedTokenizerFast.from_pretrained`` gives for our own tokenizers.
+    """
+    from tokenizers import Tokenizer
+
+    path = Path(directory) / "tokenizer.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{Path(directory)} has no tokenizer.json")
+    return wrap(Tokenizer.from_file(str(path)))
 
 
 @dataclass
@@ -79,6 +108,7 @@ class CleanText:
     text: str
     removed: list[str] = field(default_factory=list)  # descriptions of removed characters, e.g. "U+200B ZERO WIDTH SPACE"
     truncated_chars: int = 0  # characters cut beyond the length cap
+    max_chars: int = 0  # the cap that was applied
 
     @property
     def empty(self) -> bool:
@@ -87,54 +117,87 @@ class CleanText:
     def messages(self) -> list[str]:
         notes = []
         if self.removed:
-            unique = sorted(set(self.removed))
-            notes.append(f"Removed {len(self.removed)} invisible or control character(s): {', '.join(unique[:6])}"
-                         + (" …" if len(unique) > 6 else ""))
+            notes.append(f"Removed {len(self.removed)} invisible or control character(s): "
+                         + _counted(self.removed, 6, quote=False))
         if self.truncated_chars:
-            notes.append(f"The text was cut to {len(self.text)} characters ({self.truncated_chars} removed).")
+            notes.append(f"The text is longer than {self.max_chars} characters: the last "
+                         f"{self.truncated_chars} character(s) were cut.")
         return notes
 
 
+def _counted(items: list[str], limit: int, quote: bool = True) -> str:
+    """'a' (×3), 'b', … — unique items in order of appearance, with their counts."""
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item] = counts.get(item, 0) + 1
+    shown = [(repr(k) if quote else k) + (f" (×{n})" if n > 1 else "") for k, n in list(counts.items())[:limit]]
+    return ", ".join(shown) + (", …" if len(counts) > limit else "")
+
+
+_C0_NAMES = ("NUL SOH STX ETX EOT ENQ ACK BEL BS HT LF VT FF CR SO SI DLE DC1 DC2 DC3 DC4 NAK SYN ETB CAN EM SUB "
+             "ESC FS GS RS US").split()
+
+
 def _describe(ch: str) -> str:
-    return f"U+{ord(ch):04X} {unicodedata.name(ch, 'CONTROL CHARACTER')}"
+    o, category = ord(ch), unicodedata.category(ch)
+    name = unicodedata.name(ch, "") or _CATEGORY_NAMES.get(category, category)
+    if o < 0x20 or o == 0x7F:
+        name = f"{_C0_NAMES[o] if o < 0x20 else 'DEL'} ({name})"
+    return f"U+{o:04X} {name}"
+
+
+# Text beyond this many times the cap is not even looked at: a pasted megabyte costs nothing.
+_SCAN_FACTOR = 20
 
 
 def clean_text(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> CleanText:
-    """Remove control, zero-width and bidi-override characters, collapse whitespace, cap the length."""
+    """Remove control, zero-width and bidi characters, normalise (NFC) and collapse whitespace, cap the length."""
+    text = str(text)
+    scan = max_chars * _SCAN_FACTOR
+    unscanned = max(0, len(text) - scan)
     removed: list[str] = []
     kept: list[str] = []
-    for ch in text:
-        if ch in "\t\n\r":
+    for ch in text[:scan]:
+        if ch in _ORDINARY_WHITESPACE:
             kept.append(" ")
-        elif ch in _INVISIBLE or unicodedata.category(ch) in ("Cc", "Cs", "Co", "Cn"):
+        elif _invisible(ch):
             removed.append(_describe(ch))
+            if ch.isspace():  # vertical tab, form feed, NEL, …: still separate words
+                kept.append(" ")
         else:
             kept.append(ch)
-    cleaned = re.sub(r"\s+", " ", "".join(kept)).strip()
+    # NFC only composes (e + U+0301 -> é): what is shown looks the same, and offsets line up with it.
+    cleaned = re.sub(r"\s+", " ", unicodedata.normalize("NFC", "".join(kept))).strip()
     truncated = max(0, len(cleaned) - max_chars)
     if truncated:
         cleaned = cleaned[:max_chars].rstrip()
-    return CleanText(cleaned, removed, truncated)
+    return CleanText(cleaned, removed, truncated + unscanned, max_chars)
 
 
 @dataclass
 class EncodedSource:
-    """Token IDs for the encoder (ending in </s>), with what the user should be told about them."""
+    """Token IDs for the encoder (ending in </s>), with what the user should be told about them.
+
+    ``clean.text`` is the text the IDs stand for: when the token cap cuts the sentence, the part
+    that was not used is in ``dropped_text`` and no longer in ``clean.text``.
+    """
 
     ids: list[int]
     tokens: list[str]
     clean: CleanText
     truncated_tokens: int = 0
-    unknown: list[str] = field(default_factory=list)  # the pieces of text that became <unk>
+    unknown: list[str] = field(default_factory=list)  # the piece of text behind each <unk> token
+    dropped_text: str = ""  # text after the token cap, not given to the model
 
     def messages(self) -> list[str]:
         notes = self.clean.messages()
         if self.truncated_tokens:
-            notes.append(f"The sentence was cut to {len(self.ids)} tokens, the model's maximum "
-                         f"({self.truncated_tokens} tokens removed).")
+            notes.append(f"The sentence was cut to {len(self.ids)} tokens, the model's maximum number of positions: "
+                         f"{self.truncated_tokens} token(s) ({len(self.dropped_text)} characters at the end) "
+                         f"were not used.")
         if self.unknown:
-            notes.append(f"{len(self.unknown)} piece(s) are not in the vocabulary and became <unk>: "
-                         + ", ".join(repr(u) for u in self.unknown[:8]) + (" …" if len(self.unknown) > 8 else ""))
+            notes.append(f"{self.ids.count(UNK)} token(s) became <unk> because the vocabulary lacks these "
+                         f"characters: " + _counted(self.unknown, 8))
         return notes
 
 
@@ -143,18 +206,52 @@ class InputError(ValueError):
 
 
 def encode_source(tokenizer, text: str, max_tokens: int, max_chars: int = DEFAULT_MAX_CHARS) -> EncodedSource:
-    """Apply the input rules and tokenize: IDs end with </s>, at most ``max_tokens`` in all."""
+    """Apply the input rules and tokenize: IDs end with </s>, at most ``max_tokens`` in all.
+
+    Typed "<pad>", "<s>", "</s>" or "<unk>" is ordinary text (see :func:`protect_special_tokens`);
+    the only special IDs in the result are the final </s> and an <unk> for each piece of text the
+    vocabulary lacks.
+    """
+    if max_tokens < 2:
+        raise ValueError(f"max_tokens must leave room for a token and </s>, got {max_tokens}")
     clean = clean_text(text, max_chars)
     if clean.empty:
+        if clean.truncated_chars:
+            raise InputError(f"Please type a sentence: the first {max_chars * _SCAN_FACTOR} characters of the text "
+                             "hold nothing visible, and the rest is beyond the length limit.")
         raise InputError("Please type a sentence: the text is empty"
                          + (" after removing invisible characters." if clean.removed else "."))
-    enc = tokenizer(clean.text, add_special_tokens=False, return_offsets_mapping=True)
-    ids, offsets = enc["input_ids"], enc["offset_mapping"]
-    unknown = [clean.text[a:b] or "?" for i, (a, b) in zip(ids, offsets) if i == UNK]
+    with _TOKENIZER_LOCK:
+        enc = tokenizer(clean.text, add_special_tokens=False, return_offsets_mapping=True)
+    ids, offsets = list(enc["input_ids"]), list(enc["offset_mapping"])
+    if not ids:
+        raise InputError("Please type a sentence: nothing in the text can be turned into tokens.")
+    # A vocabulary could in principle merge typed characters into a special token; never pass one on.
+    ids = [UNK if i in (PAD, BOS, EOS) else i for i in ids]
     keep = max_tokens - 1  # room for </s>
     truncated = max(0, len(ids) - keep)
-    ids = ids[:keep] + [EOS]
-    return EncodedSource(ids, tokenizer.convert_ids_to_tokens(ids), clean, truncated, unknown)
+    dropped = ""
+    if truncated:
+        cut = offsets[keep][0]
+        dropped = clean.text[cut:]
+        clean = CleanText(clean.text[:cut].rstrip(), clean.removed, clean.truncated_chars, clean.max_chars)
+        ids, offsets = ids[:keep], offsets[:keep]
+    unknown = [clean.text[a:b] or "?" for i, (a, b) in _unique_spans(ids, offsets) if i == UNK]
+    ids = ids + [EOS]
+    with _TOKENIZER_LOCK:
+        tokens = tokenizer.convert_ids_to_tokens(ids)
+    return EncodedSource(ids, tokens, clean, truncated, unknown, dropped)
+
+
+def _unique_spans(ids: list[int], offsets: list[tuple[int, int]]):
+    # NFKC can expand one character into several <unk> tokens with the same span: report it once.
+    last = None
+    for i, span in zip(ids, offsets):
+        span = tuple(span)
+        if i == UNK and span == last:
+            continue
+        last = span if i == UNK else None
+        yield i, span
 
 
 def decode(tokenizer, ids: Iterable[int]) -> str:
@@ -166,4 +263,5 @@ def decode(tokenizer, ids: Iterable[int]) -> str:
             break
         if i not in (PAD, BOS):
             out.append(i)
-    return tokenizer.decode(out, skip_special_tokens=False).strip()
+    with _TOKENIZER_LOCK:
+        return tokenizer.decode(out, skip_special_tokens=False).strip()

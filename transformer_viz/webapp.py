@@ -9,14 +9,40 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
+import torch
 
-from .checkpoint import Checkpoint, CheckpointError, load_checkpoint
+from .checkpoint import CONFIG, TOKENIZER_DIR, WEIGHTS, Checkpoint, CheckpointError, load_checkpoint
 from .engine import SentenceRun, run_sentence
-from .tokenizer import InputError
+from .tokenizer import DEFAULT_MAX_CHARS, InputError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CHECKPOINTS_ENV = "TRANSFORMER_VIZ_CHECKPOINTS"  # checkpoint roots set by the operator (os.pathsep-separated)
-MAX_INPUT_CHARS = 1000
+TORCH_THREADS_ENV = "TRANSFORMER_VIZ_TORCH_THREADS"  # intra-op threads per model call (default 1)
+MAX_INPUT_CHARS = DEFAULT_MAX_CHARS
+
+
+def configure_torch_threads() -> int:
+    """Set torch's intra-op thread count for this server process, once, from TRANSFORMER_VIZ_TORCH_THREADS.
+
+    Streamlit runs every session's script in its own thread, and they all call the one shared model.
+    torch releases the GIL inside its kernels, so sessions already run in parallel on different cores;
+    if every call also spread each matrix product over all cores, n concurrent sessions would start
+    n × cores OpenMP threads fighting over the same cores (slower for everyone, and the latency of a
+    single short sentence hardly gains from it: the matrices are tiny). One thread per call makes the
+    number of busy cores equal to the number of sessions running the model at that moment. Raise it
+    only on a machine with more cores than simultaneous users (e.g. a demo laptop: 2-4).
+    """
+    raw = os.environ.get(TORCH_THREADS_ENV, "").strip()
+    try:
+        threads = max(1, int(raw)) if raw else 1
+    except ValueError:
+        threads = 1
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)  # process-wide; threads created later pick it up on their first op
+    return threads
+
+
+TORCH_THREADS = configure_torch_threads()
 
 EXAMPLES = {
     "de": ["Ein Mann fährt mit dem Fahrrad durch die Stadt.",
@@ -40,21 +66,35 @@ def checkpoint_roots() -> list[Path]:
     return [PROJECT_ROOT / "checkpoints"]
 
 
+def _inside(path: Path, real_root: Path) -> bool:
+    real = path.resolve()
+    return real == real_root or real_root in real.parents
+
+
+def _safe_name(name: str) -> bool:
+    # Hidden directories and anything path-like are never offered (names also reach the URL).
+    return bool(name) and not name.startswith(".") and ".." not in name and name.isprintable()
+
+
 def list_checkpoints() -> dict[str, Path]:
-    """Checkpoint name -> directory. Only directories inside the configured roots; symlinks that
-    lead outside their root are ignored. Pages choose by name, never by a typed path."""
+    """Checkpoint name -> directory. Only directories inside the configured roots; a symlink that
+    leads outside its root (the directory itself, or its config, weights or tokenizer) is ignored,
+    as are hidden names and names with "..". Pages choose by name, never by a typed path."""
     found: dict[str, Path] = {}
     for root in checkpoint_roots():
-        if not root.is_dir():
+        try:
+            if not root.is_dir():
+                continue
+            real_root = root.resolve()
+            candidates = [root] if (root / CONFIG).is_file() else sorted(p for p in root.iterdir() if p.is_dir())
+            for path in candidates:
+                if path.name in found or not _safe_name(path.name) or not _inside(path, real_root):
+                    continue
+                parts = [path / CONFIG, path / WEIGHTS, path / TOKENIZER_DIR]
+                if (path / CONFIG).is_file() and all(not p.exists() or _inside(p, real_root) for p in parts):
+                    found[path.name] = path.resolve()
+        except OSError:  # an unreadable root or a symlink loop: skip it, the others still count
             continue
-        real_root = root.resolve()
-        candidates = [root] if (root / "config.json").is_file() else sorted(p for p in root.iterdir() if p.is_dir())
-        for path in candidates:
-            real = path.resolve()
-            if real != real_root and real_root not in real.parents:
-                continue  # a symlink out of the root
-            if (path / "config.json").is_file() and path.name not in found:
-                found[path.name] = real
     return found
 
 
@@ -67,9 +107,17 @@ def get_checkpoint(name: str) -> Checkpoint:
     return load_checkpoint(available[name])
 
 
-@st.cache_data(show_spinner="Running the model…", max_entries=256)
+# A trace of a typical sentence (~15 tokens, small model) is a few MB, dominated by logits and probs
+# (T × V each); a 250-token input can reach ~100 MB. The bound and the expiry keep the cache's memory
+# predictable while a lecture hall still shares the runs of the example sentences.
+@st.cache_resource(show_spinner="Running the model…", max_entries=64, ttl=3600)
 def get_run(name: str, sentence: str, beam_size: int = 1, causal: bool = True) -> SentenceRun:
-    """Each (checkpoint, sentence, decoding) is run once; every session gets its own copy."""
+    """Each (checkpoint, sentence, decoding) is run once and the result is shared, read-only, by every
+    session (a cache_data copy would unpickle hundreds of tensors on every rerun). The bound and the expiry
+    keep memory predictable: a typical trace is a few MB, a 250-token one up to ~100 MB.
+
+    Concurrent sessions call the shared model at the same time: that is safe because the model is
+    in eval mode, never mutated, and every call brings its own Trace and decoding caches."""
     return run_sentence(get_checkpoint(name), sentence, beam_size=beam_size, causal=causal)
 
 
@@ -115,7 +163,10 @@ def sidebar() -> Selection | None:
         tgt_lang = ckpt.metadata.get("tgt_lang", "en")
         examples = EXAMPLES.get(src_lang, EXAMPLES["de"])
         if "sentence" not in state:
-            state["sentence"] = st.query_params.get("s", examples[0])[:MAX_INPUT_CHARS]
+            from_url = st.query_params.get("s", examples[0])
+            if len(from_url) > MAX_INPUT_CHARS:
+                st.warning(f"The sentence in the link was cut to its first {MAX_INPUT_CHARS} characters.")
+            state["sentence"] = from_url[:MAX_INPUT_CHARS]
 
         def use_example() -> None:
             if state.get("example"):
@@ -124,6 +175,9 @@ def sidebar() -> Selection | None:
         st.selectbox("Example sentences", [""] + examples, key="example", on_change=use_example,
                      format_func=lambda s: s or "— pick an example —")
         sentence = st.text_area(f"Sentence ({src_lang})", key="sentence", max_chars=MAX_INPUT_CHARS, height=80)
+        if len(sentence) > MAX_INPUT_CHARS:  # max_chars is enforced by the browser only
+            st.warning(f"The text was cut to its first {MAX_INPUT_CHARS} characters.")
+            sentence = sentence[:MAX_INPUT_CHARS]
         cfg = ckpt.config
         if "layer" not in state:
             state["layer"] = _query_int("layer", 0, cfg.N)
@@ -141,7 +195,7 @@ def current_run(sel: Selection, beam_size: int = 1, causal: bool = True) -> Sent
     try:
         run = get_run(sel.checkpoint, sel.sentence, beam_size, causal)
     except InputError as exc:
-        st.warning(str(exc))
+        st.warning(escape_markdown(str(exc)))
         return None
     for note in run.messages:
         st.info(escape_markdown(note))
@@ -180,7 +234,8 @@ def chart(fig, data, name: str, caption: str | None = None) -> None:
     st.plotly_chart(fig, width="stretch", key=f"chart-{name}",
                     config={"displaylogo": False, "toImageButtonOptions": {"filename": name, "scale": 2}})
     frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
-    st.download_button("Download the data (CSV)", frame.to_csv().encode("utf-8"), file_name=f"{name}.csv",
+    # A callable: the CSV is built only when someone downloads it, not on every rerun.
+    st.download_button("Download the data (CSV)", lambda: frame.to_csv().encode("utf-8"), file_name=f"{name}.csv",
                        mime="text/csv", key=f"csv-{name}")
     if caption:
         st.caption(caption)

@@ -1,0 +1,156 @@
+"""Attention, step by step: one head of one layer, from Q, K, V to the weighted sum of the values."""
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from transformer_viz import webapp
+from transformer_viz.plots import attention as plots
+
+
+@st.cache_resource(max_entries=64, ttl=3600, show_spinner=False)
+def attention_figure(factory: str, *args, **kwargs):
+    # Plotly figures are slow to build and never changed once built: build each once per input, for everyone.
+    # (A name of its own per page: the cache key is the function name and source, and pages share a module name.)
+    return getattr(plots, factory)(*args, **kwargs)
+
+
+def row_names(tokens: list[str]) -> list[str]:
+    return [f"{i} {t}" for i, t in enumerate(tokens)]
+
+
+def latex_number(x: float) -> str:
+    if x == 0:
+        return "0"
+    mantissa, exponent = f"{x:.1e}".split("e")
+    return r"%s \times 10^{%d}" % (mantissa, int(exponent))
+
+
+def frame(values, rows: list[str], cols: list[str] | None = None) -> pd.DataFrame:
+    # CSV gets the plain tokens; −∞ is written as -inf.
+    return pd.DataFrame(np.asarray(values), index=row_names(rows), columns=row_names(cols) if cols else None)
+
+
+sel = webapp.require_selection()
+st.title("Attention, step by step")
+st.markdown(
+    "Each token asks a question (its query q), every token offers a label (its key k) and a content (its "
+    "value v). The query is compared with every key; the softmax of the scores says how much of each value to "
+    "take. One head does this in a d_k-dimensional space; the h heads run side by side."
+)
+run = webapp.current_run(sel)
+if run is None:
+    st.stop()
+
+cfg = run.config
+d_k = cfg.d_k
+kind = st.radio("Which attention", list(plots.ATTENTION_KINDS), horizontal=True,
+                help="Layer and head are chosen in the sidebar.")
+template, q_side, k_side = plots.ATTENTION_KINDS[kind]
+prefix = template.format(layer=sel.layer)
+q_tokens = run.src_tokens if q_side == "src" else run.tgt_tokens
+k_tokens = run.src_tokens if k_side == "src" else run.tgt_tokens
+Lq, Lk = len(q_tokens), len(k_tokens)
+trace = run.trace
+q = plots.head_slice(trace[f"{prefix}.q"], sel.head)  # (Lq, d_k)
+k = plots.head_slice(trace[f"{prefix}.k"], sel.head)  # (Lk, d_k)
+v = plots.head_slice(trace[f"{prefix}.v"], sel.head)  # (Lk, d_k)
+scores = plots.head_slice(trace[f"{prefix}.scores"], sel.head)  # (Lq, Lk)
+mask = plots.mask_for_head(trace[f"{prefix}.mask"].numpy(), Lq, Lk, sel.head)  # (Lq, Lk)
+masked = plots.head_slice(trace[f"{prefix}.masked_scores"], sel.head)
+weights = plots.head_slice(trace[f"{prefix}.weights"], sel.head)
+heads = plots.head_slice(trace[f"{prefix}.heads"], sel.head)  # (Lq, d_k)
+
+st.latex(r"\text{Attention}(Q, K, V) = \text{softmax}\Big(\frac{QK^\top}{\sqrt{d_k}} + M\Big)V,\qquad "
+         r"d_k = d_{model}/h = %d/%d = %d,\ \sqrt{d_k} = %.4g" % (cfg.d_model, cfg.h, d_k, np.sqrt(d_k)))
+st.caption(f"{kind}, layer {sel.layer}, head {sel.head}: {Lq} queries × {Lk} keys (trace: `{prefix}.*`)")
+
+# --- 1. Q, K, V ----------------------------------------------------------------------------------
+st.header("1. Queries, keys and values of this head")
+source = "the encoder output (memory)" if kind.endswith("cross-attention") else "the layer's input"
+st.latex(r"Q = X W_Q^{(%d)} \in \mathbb{R}^{%d \times %d},\quad K = X' W_K^{(%d)},\ V = X' W_V^{(%d)} "
+         r"\in \mathbb{R}^{%d \times %d}" % (sel.head, Lq, d_k, sel.head, sel.head, Lk, d_k))
+st.markdown(f"Queries come from the {'decoder' if q_side == 'tgt' else 'encoder'}; keys and values from {source}.")
+for name, values, tokens in (("Q", q, q_tokens), ("K", k, k_tokens), ("V", v, k_tokens)):
+    fig = attention_figure("vectors_heatmap", values, tokens, f"{name} (head {sel.head})",
+                           "query token" if name == "Q" else "key token")
+    webapp.chart(fig, frame(values, tokens), f"attention-{name.lower()}")
+
+# --- 2. scores, mask, softmax --------------------------------------------------------------------
+st.header("2. Scores, mask and softmax")
+st.latex(r"S = \frac{QK^\top}{\sqrt{%d}} \in \mathbb{R}^{%d \times %d}" % (d_k, Lq, Lk))
+webapp.chart(attention_figure("scores_heatmap", scores, q_tokens, k_tokens, "raw scores QKᵀ/√d_k"),
+             frame(scores, q_tokens, k_tokens), "attention-scores")
+n_masked = int((~mask).sum())
+mask_kind = {"Encoder self-attention": "padding only (no key is padding in a single sentence)",
+             "Decoder masked self-attention": "causal: query t may attend to keys ≤ t (and no padding)",
+             "Decoder cross-attention": "padding of the source only"}[kind]
+st.markdown(f"Mask: {mask_kind}. {n_masked} of {Lq * Lk} cells are masked.")
+webapp.chart(attention_figure("mask_heatmap", mask, q_tokens, k_tokens),
+             frame(np.where(mask, 0.0, -np.inf), q_tokens, k_tokens), "attention-mask")
+webapp.chart(attention_figure("scores_heatmap", masked, q_tokens, k_tokens, "masked scores S + M (−∞ grey)"),
+             frame(masked, q_tokens, k_tokens), "attention-masked-scores")
+st.latex(r"w_{ij} = \frac{e^{s_{ij}}}{\sum_{j'} e^{s_{ij'}}},\qquad e^{-\infty} = 0")
+webapp.chart(attention_figure("weights_heatmap", weights, q_tokens, k_tokens),
+             frame(weights, q_tokens, k_tokens), "attention-weights")
+
+# --- 3. the weighted sum -------------------------------------------------------------------------
+st.header("3. The weighted sum of the values")
+st.latex(r"\text{head}_{%d} = W V \in \mathbb{R}^{%d \times %d},\qquad "
+         r"\text{MultiHead} = \text{Concat}(\text{head}_0, \dots, \text{head}_{%d})\, W_O"
+         % (sel.head, Lq, d_k, cfg.h - 1))
+fig = attention_figure("vectors_heatmap", heads, q_tokens, f"head {sel.head} = weights · V", "query token")
+webapp.chart(fig, frame(heads, q_tokens), "attention-heads")
+
+# --- 4. one score by hand ------------------------------------------------------------------------
+st.header("4. One score, worked out")
+left, right = st.columns(2)
+with left:
+    i = st.selectbox("Query i", list(range(Lq)), format_func=lambda n: f"{n}: {q_tokens[n]}")
+with right:
+    j = st.selectbox("Key j", list(range(Lk)), format_func=lambda n: f"{n}: {k_tokens[n]}")
+worked = plots.worked_score(q[i], k[j], d_k)
+traced = float(scores[i, j])
+terms = " + ".join(f"({a:.3f})({b:.3f})" for a, b in zip(q[i][:3], k[j][:3]))
+st.latex(r"q_{%d} \cdot k_{%d} = \sum_{m=1}^{%d} q_{%d,m}\, k_{%d,m} = %s + \cdots = %.6f"
+         % (i, j, d_k, i, j, terms, worked["dot"]))
+st.latex(r"s_{%d,%d} = \frac{q_{%d} \cdot k_{%d}}{\sqrt{d_k}} = \frac{%.6f}{\sqrt{%d}} = \frac{%.6f}{%.6f} = %.6f"
+         % (i, j, i, j, worked["dot"], d_k, worked["dot"], worked["sqrt_d_k"], worked["scaled"]))
+st.latex(r"\text{traced}\ \texttt{%s.scores}[0, %d, %d, %d] = %.6f\quad(|\Delta| = %s)"
+         % (prefix.replace("_", r"\_"), sel.head, i, j, traced, latex_number(abs(traced - worked["scaled"]))))
+if mask[i, j]:
+    st.latex(r"w_{%d,%d} = \frac{e^{%.4f}}{\sum_{j'} e^{s_{%d,j'}}} = %.6f" % (i, j, traced, i, float(weights[i, j])))
+else:
+    st.latex(r"M_{%d,%d} = -\infty \;\Rightarrow\; s_{%d,%d} + M_{%d,%d} = -\infty,\ w_{%d,%d} = 0"
+             % (i, j, i, j, i, j, i, j))
+webapp.chart(attention_figure("score_terms_figure", q[i], k[j], q_tokens[i], k_tokens[j]),
+             pd.DataFrame({"q": q[i], "k": k[j], "q*k": q[i] * k[j]}), "attention-worked")
+
+# --- 5. attention as a soft database lookup --------------------------------------------------------
+st.header("5. Attention as a soft database lookup")
+n_keys = min(Lk, 8)
+st.markdown(
+    f"A dictionary returns the value whose key equals the query. Attention returns a blend of all values, "
+    f"weighted by how well each key matches. Here: query q_{i} (token {i} above) against the first {n_keys} "
+    f"keys and values of this head, with no mask, comparing three similarity functions. W is a fixed random "
+    f"{d_k}×{d_k} matrix (entries N(0, 1/d_k), seed 0), standing in for a learned one; with W = I the general "
+    f"form would equal the plain dot product."
+)
+st.latex(r"\text{sim}(q, k) \in \Big\{\, q^\top k,\ \ \frac{q^\top k}{\sqrt{%d}},\ \ q^\top W k \,\Big\},\qquad "
+         r"\text{result} = \sum_j \text{softmax}_j(\text{sim}(q, k_j))\, v_j" % d_k)
+W = plots.random_bilinear(d_k, seed=0)
+lookup = plots.lookup_scores(q[i], k[:n_keys], W)
+lookup_weights = {name: plots.softmax(s) for name, s in lookup.items()}
+key_tokens = k_tokens[:n_keys]
+webapp.chart(attention_figure("lookup_figure", lookup_weights, key_tokens),
+             pd.DataFrame({**{f"score: {n}": s for n, s in lookup.items()},
+                           **{f"weight: {n}": w for n, w in lookup_weights.items()}},
+                          index=row_names(key_tokens)), "attention-lookup")
+peaks = {name: float(w.max()) for name, w in lookup_weights.items()}
+st.markdown("Largest weight: " + ", ".join(f"{name} {p:.2f}" for name, p in peaks.items())
+            + ". Without the 1/√d_k the scores are larger, so the softmax is sharper (closer to a hard lookup) "
+              "and its gradients smaller.")
+retrieved = np.stack([w @ v[:n_keys] for w in lookup_weights.values()])
+fig = attention_figure("matrix_heatmap", retrieved, list(lookup_weights), list(range(d_k)),
+                       "retrieved value Σ w_j v_j", "value", "dimension (d_k)", "similarity")
+webapp.chart(fig, pd.DataFrame(retrieved, index=list(lookup_weights)), "attention-lookup-result")

@@ -1,0 +1,162 @@
+"""Positional encoding: attention itself ignores order, so each position gets its own sin/cos signature."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from transformer_viz import webapp
+from transformer_viz.model import sinusoidal_positional_encoding
+from transformer_viz.plots import positional as plots
+from transformer_viz.tokenizer import InputError
+
+BASES = [100, 300, 1000, 3000, 10000, 30000, 100000]
+
+
+@st.cache_resource(max_entries=64, ttl=3600, show_spinner=False)
+def positional_figure(factory: str, *args, **kwargs):
+    # Plotly figures are slow to build and never changed once built: build each once per input, for everyone.
+    # (A name of its own per page: the cache key is the function name and source, and pages share a module name.)
+    return getattr(plots, factory)(*args, **kwargs)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def pe_matrix(length: int, d_model: int, base: float) -> np.ndarray:
+    return sinusoidal_positional_encoding(length, d_model, base).numpy()
+
+
+@st.cache_data(show_spinner="Running the reversed sentence…", max_entries=64)
+def reversed_inputs(checkpoint: str, text: str) -> tuple[str, list[str], np.ndarray, np.ndarray]:
+    # Only what the comparison needs, as numpy: unpickling a whole traced run on every rerun is slow.
+    other = webapp.get_run(checkpoint, text)
+    return (other.source_text, other.src_tokens, other.trace["src.embedding"][0].numpy(),
+            other.trace["src.input"][0].numpy())
+
+
+def row_names(tokens: list[str]) -> list[str]:
+    return [f"{i} {t}" for i, t in enumerate(tokens)]
+
+
+sel = webapp.require_selection()
+st.title("Positional encoding")
+st.markdown(
+    "Self-attention treats its input as a set: shuffle the tokens and each one gets the same result, just "
+    "shuffled. To let word order matter, a fixed vector that depends only on the position is added to each "
+    "token's embedding. Each pair of dimensions (2i, 2i+1) is a sine and a cosine of one frequency, from "
+    "fast (wavelength 2π) to slow (wavelength 2π·base)."
+)
+run = webapp.current_run(sel)
+if run is None:
+    st.stop()
+
+cfg = run.config
+d_model, S = cfg.d_model, len(run.src_ids)
+st.latex(r"PE_{(pos,\,2i)} = \sin\!\Big(\frac{pos}{%g^{2i/%d}}\Big),\qquad "
+         r"PE_{(pos,\,2i+1)} = \cos\!\Big(\frac{pos}{%g^{2i/%d}}\Big)" % (cfg.pe_base, d_model, cfg.pe_base, d_model))
+
+# --- 1. the matrix, with an adjustable base ------------------------------------------------------
+st.header("1. The PE matrix")
+left, right = st.columns(2)
+with left:
+    default_base = int(cfg.pe_base) if int(cfg.pe_base) in BASES else 10000
+    base = float(st.select_slider("base", options=BASES, value=default_base,
+                                  help="The paper uses 10000. Other values are for exploring only: the model "
+                                       f"was trained with base {cfg.pe_base:g}."))
+with right:
+    length = int(st.slider("Positions shown", min_value=2, max_value=cfg.max_len,
+                           value=min(cfg.max_len, max(S, 50))))
+if base != cfg.pe_base:
+    st.info(f"Exploring base {base:g}; the model itself (and sections 4–5) uses base {cfg.pe_base:g}.")
+pe = pe_matrix(length, d_model, base)
+fig = positional_figure("pe_heatmap", pe, f"PE, {length} positions × d_model = {d_model} (base {base:g})")
+webapp.chart(fig, pd.DataFrame(pe), "positional-matrix")
+shown_bases = sorted({100.0, 1000.0, 10000.0, 100000.0, base})
+webapp.chart(positional_figure("wavelength_figure", d_model, shown_bases, base),
+             pd.DataFrame({f"base {b:g}": plots.wavelengths(d_model, b) for b in shown_bases}),
+             "positional-wavelengths")
+
+# --- 2. curves ------------------------------------------------------------------------------------
+st.header("2. sin/cos curves of chosen dimensions")
+# Fast, medium and slow waves: wavelength 2π, 2π·base^(1/8) and 2π·base^(1/2) positions.
+defaults = sorted({0, 1, d_model // 8, d_model // 2})
+dims = st.multiselect("Dimensions", list(range(d_model)), default=defaults)
+if dims:
+    webapp.chart(positional_figure("pe_curves_figure", pe, dims, d_model, base),
+                 pd.DataFrame({f"dim {d}": pe[:, d] for d in dims}), "positional-curves",
+                 caption="Lines: the formula evaluated between positions. Markers: the rows of the PE matrix.")
+
+# --- 3. how positions resemble each other ---------------------------------------------------------
+st.header("3. Position-by-position similarity")
+kind = st.radio("Similarity", ["dot", "cosine"], horizontal=True,
+                format_func=lambda k: "dot product" if k == "dot" else "cosine")
+st.latex(r"PE_p \cdot PE_q = \sum_{i} \cos\!\Big(\frac{p - q}{%g^{2i/%d}}\Big),\qquad "
+         r"\lVert PE_p \rVert^2 = d_{model}/2 = %d" % (base, d_model, d_model // 2))
+st.markdown("The dot product depends only on the distance p − q: nearby positions look alike, and the "
+            "pattern is the same along every diagonal.")
+similarity = plots.position_similarity(pe, kind)
+fig = positional_figure("position_similarity_heatmap", similarity, kind, f"PE_p · PE_q ({kind}), base {base:g}")
+webapp.chart(fig, pd.DataFrame(similarity), "positional-similarity")
+
+# --- 4. embedding + PE for this sentence ---------------------------------------------------------
+st.header("4. Embedding + positional encoding = the encoder's input")
+trace = run.trace
+embedding = trace["src.embedding"][0].numpy()  # (S, d_model)
+positional = trace["src.positional"].numpy()  # (S, d_model)
+total = trace["src.input"][0].numpy()  # (S, d_model)
+mean_norm = float(np.linalg.norm(embedding, axis=-1).mean())
+st.latex(r"\text{input}_{pos} = E[\text{id}_{pos}]\sqrt{%d} + PE_{pos},\qquad "
+         r"\overline{\lVert E\sqrt{d_{model}} \rVert} = %.3f,\quad \lVert PE_{pos} \rVert = \sqrt{%d/2} = %.3f"
+         % (d_model, mean_norm, d_model, math.sqrt(d_model / 2)))
+webapp.chart(positional_figure("embedding_plus_pe_figure", embedding, positional, total, run.src_tokens),
+             pd.concat({"embedding": pd.DataFrame(embedding), "positional": pd.DataFrame(positional),
+                        "input": pd.DataFrame(total)}), "positional-sum")
+webapp.chart(positional_figure("norms_figure", embedding, positional, total, run.src_tokens),
+             pd.DataFrame({"token": row_names(run.src_tokens),
+                           "embedding": np.linalg.norm(embedding, axis=-1),
+                           "positional": np.linalg.norm(positional, axis=-1),
+                           "input": np.linalg.norm(total, axis=-1)}), "positional-norms")
+
+# --- 5. the same words in another order -------------------------------------------------------------
+st.header("5. Same words, another order")
+st.markdown("The sentence with its words reversed has the same tokens, so the same embedding rows; only the "
+            "positional encoding differs, so the inputs differ. Without it, the encoder could not tell the "
+            "two sentences apart except by shuffling its outputs. A token that occurs several times is "
+            "paired with its occurrences in the other order one by one.")
+reversed_text = plots.reversed_words(run.source_text)
+if reversed_text == run.source_text:
+    st.info("Reversing the words gives the same text (a single word?): type a longer sentence to compare.")
+    st.stop()
+try:
+    other_text, other_tokens, other_embedding, other_input = reversed_inputs(sel.checkpoint, reversed_text)
+except InputError as exc:
+    st.warning(webapp.escape_markdown(str(exc)))
+    st.stop()
+left, right = st.columns(2)
+with left:
+    webapp.show_user_text("Original order", run.source_text)
+with right:
+    webapp.show_user_text("Reversed word order", other_text)
+same_multiset = sorted(run.src_tokens) == sorted(other_tokens)
+if not same_multiset:
+    st.info("The tokenizer cut the reversed text slightly differently; tokens without a partner are marked.")
+matches = plots.match_positions(run.src_tokens, other_tokens)
+difference = plots.order_difference(total, other_input, matches)
+emb_difference = plots.order_difference(embedding, other_embedding, matches)
+table = pd.DataFrame({
+    "token": run.src_tokens,
+    "position (original)": range(S),
+    "position (reversed)": pd.array(matches, dtype="Int64"),
+    "‖Δ embedding‖": np.linalg.norm(emb_difference, axis=-1),
+    "‖Δ input‖": np.linalg.norm(difference, axis=-1),
+})
+moved = [i for i, j in enumerate(matches) if j is not None and j != i]
+if moved:
+    worst = max(moved, key=lambda i: table["‖Δ input‖"][i])
+    st.latex(r"\text{same token, moved from position } %d \text{ to } %d:\ \lVert \Delta E \rVert = %.3g,"
+             r"\ \lVert \Delta\,\text{input} \rVert = \lVert PE_{%d} - PE_{%d} \rVert = %.3f"
+             % (worst, matches[worst], table["‖Δ embedding‖"][worst], worst, matches[worst],
+                table["‖Δ input‖"][worst]))
+st.dataframe(table, hide_index=True)
+webapp.chart(positional_figure("order_difference_heatmap", difference, run.src_tokens, matches),
+             pd.DataFrame(difference, index=row_names(run.src_tokens)), "positional-order")

@@ -1,0 +1,113 @@
+"""Training: the model card's loss and BLEU curves, the warm-up learning-rate schedule, and teacher
+forcing with its loss on the current sentence."""
+
+import math
+
+import pandas as pd
+import streamlit as st
+
+from transformer_viz import webapp
+from transformer_viz.engine import teacher_forced_logits
+from transformer_viz.plots.common import safe_label
+from transformer_viz.plots.training import (expected_token_figure, history_figure, lr_curve, lr_schedule_figure,
+                                            teacher_forcing_losses)
+from transformer_viz.tokenizer import InputError
+from transformer_viz.train import learning_rate
+
+DEFAULT_WARMUP, DEFAULT_FACTOR = 4000, 1.0
+
+
+@st.cache_resource(show_spinner="Running teacher forcing…", max_entries=64)
+def reference_logits(checkpoint: str, sentence: str, reference: str):
+    return teacher_forced_logits(webapp.get_checkpoint(checkpoint), sentence, reference)
+
+
+sel = webapp.require_selection()
+st.title("Training")
+st.markdown(
+    "The model learns from sentence pairs by **teacher forcing**: the decoder is given the correct target "
+    "shifted right by one position and must predict, at every position at once, the next correct token. "
+    "The loss is the cross-entropy of those predictions (with label smoothing in training), minimised by "
+    "Adam with the paper's warm-up learning-rate schedule."
+)
+ckpt = webapp.get_checkpoint(sel.checkpoint)
+meta, cfg = ckpt.metadata, ckpt.config
+training = meta.get("training") or {}
+
+# --- curves from the model card ------------------------------------------------------------------
+st.header("1 · Loss and BLEU during training")
+history = [row for row in meta.get("history") or [] if isinstance(row, dict)]
+if not history:
+    st.info("This checkpoint's model card has no training history, so there are no curves to draw.")
+else:
+    if len(history) < 2:
+        st.info(f"The model card records only {len(history)} epoch: a single point, not yet a curve.")
+    best = max(history, key=lambda row: row.get("val_bleu") or float("-inf"))
+    st.latex(r"\text{%d epochs, %d steps; best validation BLEU } %.2f \text{ at epoch } %d"
+             % (len(history), int(history[-1].get("step") or 0), best.get("val_bleu") or 0.0,
+                int(best.get("epoch") or 0)))
+    fig = history_figure(history, title="Loss (left axis) and validation BLEU (right axis) per epoch")
+    webapp.chart(fig, pd.DataFrame(history), "training-history")
+
+# --- learning-rate schedule ----------------------------------------------------------------------
+st.header("2 · Learning-rate schedule")
+left, right = st.columns(2)
+card_warmup = min(max(int(training.get("warmup", DEFAULT_WARMUP)), 1), 1_000_000)
+card_factor = min(max(float(training.get("lr_factor", DEFAULT_FACTOR)), 0.01), 100.0)
+warmup = left.number_input("warmup steps", 1, 1_000_000, card_warmup, step=500, key="training_warmup")
+factor = right.number_input("factor", 0.01, 100.0, card_factor, step=0.1, key="training_factor")
+trained_steps = training.get("steps") or (history[-1].get("step") if history else None)
+total = max(3 * warmup, int(trained_steps or 0))
+peak = learning_rate(warmup, cfg.d_model, warmup, factor)
+st.latex(r"lrate = \text{factor} \cdot d_{model}^{-0.5} \cdot \min(step^{-0.5},\ step \cdot warmup^{-1.5}),\quad "
+         r"\text{peak at } step = warmup = %d:\ %.3g \cdot %d^{-0.5} \cdot %d^{-0.5} = %.3e"
+         % (warmup, factor, cfg.d_model, warmup, peak))
+if "warmup" not in training:
+    st.caption(f"The model card does not record the schedule: showing the defaults (warmup {DEFAULT_WARMUP}, "
+               f"factor {DEFAULT_FACTOR}).")
+steps, lrs = lr_curve(cfg.d_model, warmup, factor, total)
+marker_lr = learning_rate(int(trained_steps), cfg.d_model, warmup, factor) if trained_steps else None
+fig = lr_schedule_figure(steps, lrs, warmup, marker_step=trained_steps, marker_lr=marker_lr,
+                         title=f"Learning rate for d_model = {cfg.d_model}")
+webapp.chart(fig, {"step": steps, "learning rate": lrs}, "training-lr",
+             caption="Linear warm-up while Adam's moment estimates are still unreliable, then decay with 1/√step.")
+
+# --- teacher forcing -----------------------------------------------------------------------------
+st.header("3 · Teacher forcing on this sentence")
+run = webapp.current_run(sel)
+if run is None:
+    st.stop()
+reference = st.text_input(f"Reference translation ({sel.tgt_lang}, optional)", key="training_reference",
+                          max_chars=webapp.MAX_INPUT_CHARS,
+                          help="Without one, the target is the model's own greedy translation.")
+tokenizer = ckpt.tokenizer
+if reference.strip():
+    try:
+        decoder_input, expected, logits = reference_logits(sel.checkpoint, sel.sentence, reference)
+    except InputError as exc:
+        st.warning("Reference translation: " + webapp.escape_markdown(str(exc)))
+        st.stop()
+    logits = logits.numpy()
+    source = "your reference translation"
+else:
+    decoder_input, expected = run.tgt_ids, run.predicted_ids
+    logits = run.trace["logits"][0].numpy()
+    source = "the model's own greedy translation (type a reference above to see a real training target)"
+st.markdown(f"Target: {source}.")
+smoothing = float(training.get("label_smoothing", 0.1))
+losses = teacher_forcing_losses(logits, expected, smoothing)
+input_tokens = tokenizer.convert_ids_to_tokens(decoder_input)
+expected_tokens = tokenizer.convert_ids_to_tokens(expected)
+table = pd.DataFrame({"position t": range(len(expected)), "decoder input": input_tokens,
+                      "expected output": expected_tokens, "p(expected)": losses["p"], "−log p": losses["nll"]})
+st.dataframe(table, hide_index=True)
+labels = [f"{t} {safe_label(a)} → {safe_label(b)}" for t, (a, b) in enumerate(zip(input_tokens, expected_tokens))]
+fig = expected_token_figure(labels, losses["p"], title="Probability the model gives to each expected token")
+webapp.chart(fig, table, "training-teacher-forcing")
+n = len(expected)
+st.latex(r"\mathcal{L} = -\frac{1}{n}\sum_{t=1}^{n} \log p(y_t \mid y_{<t}, x) = \frac{%.4f}{%d} = %.4f"
+         r"\ \text{nats}\quad(\text{perplexity } e^{\mathcal{L}} = %.3g)"
+         % (losses["nll"].sum(), n, losses["ce"], math.exp(min(losses["ce"], 700.0))))
+st.latex(r"\text{with label smoothing } \varepsilon_{ls} = %.2g:\ \mathcal{L}_{ls} = -\frac{1}{n}\sum_t\Big[(1-"
+         r"\varepsilon_{ls})\log p(y_t) + \frac{\varepsilon_{ls}}{V}\sum_v \log p(v)\Big] = %.4f"
+         % (smoothing, losses["smoothed"]))

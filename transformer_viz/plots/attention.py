@@ -1,0 +1,123 @@
+"""One attention head, step by step: Q, K, V, scores, mask, softmax, weighted sum; and a toy lookup."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .common import SEQUENTIAL, base_layout, heatmap, safe_label, token_labels
+
+ALLOWED = "#e3eef8"  # mask cells that may attend (masked ones are MASKED_COLOUR grey)
+
+# Which attention, where its queries and keys come from: (trace prefix template, query side, key side).
+ATTENTION_KINDS = {
+    "Encoder self-attention": ("encoder.{layer}.self_attn", "src", "src"),
+    "Decoder masked self-attention": ("decoder.{layer}.self_attn", "tgt", "tgt"),
+    "Decoder cross-attention": ("decoder.{layer}.cross_attn", "tgt", "src"),
+}
+
+
+def head_slice(tensor, head: int) -> np.ndarray:
+    """(B, h, L, ·) -> the first sentence's head as (L, ·)."""
+    return np.asarray(tensor, dtype=np.float64)[0, head]
+
+
+def mask_for_head(mask, Lq: int, Lk: int, head: int = 0) -> np.ndarray:
+    """The boolean mask (broadcastable to (B, h, Lq, Lk)) for one head -> (Lq, Lk), True = may attend."""
+    m = np.asarray(mask, dtype=bool)
+    m = np.broadcast_to(m, m.shape[:2] + (Lq, Lk))  # the mask is shared by all heads unless it has an h axis
+    return np.array(m[0, min(head, m.shape[1] - 1)])
+
+
+def matrix_heatmap(values, row_tokens: list[str], col_labels, title: str, hover_value: str,
+                   x_title: str, y_title: str = "query token", **kwargs) -> go.Figure:
+    z = np.asarray(values, dtype=np.float64)
+    return heatmap(z, x_labels=col_labels, y_labels=token_labels(row_tokens), title=title, x_title=x_title,
+                   y_title=y_title, hover_value=hover_value, height=max(260, 24 * z.shape[0] + 140), **kwargs)
+
+
+def vectors_heatmap(values, tokens: list[str], title: str, y_title: str) -> go.Figure:
+    """Q, K, V or the heads: rows = tokens, columns = the d_k dimensions of this head."""
+    z = np.asarray(values, dtype=np.float64)
+    return matrix_heatmap(z, tokens, list(range(z.shape[1])), title, "value", "dimension (d_k)", y_title)
+
+
+def scores_heatmap(values, q_tokens: list[str], k_tokens: list[str], title: str, hover_value: str = "score",
+                   **kwargs) -> go.Figure:
+    """Query × key matrix; −∞ cells are drawn grey by ``heatmap``, never with a colour."""
+    text = "%{z:.2f}" if len(k_tokens) <= 14 and len(q_tokens) <= 14 else None
+    return matrix_heatmap(values, q_tokens, token_labels(k_tokens), title, hover_value, "key token",
+                          text_format=text, **kwargs)
+
+
+def mask_heatmap(mask, q_tokens: list[str], k_tokens: list[str]) -> go.Figure:
+    """The mask as the additive term it is: 0 where a query may attend, −∞ (grey) where it may not."""
+    additive = np.where(np.asarray(mask, dtype=bool), 0.0, -np.inf)
+    fig = scores_heatmap(additive, q_tokens, k_tokens, "mask M: 0 = may attend, −∞ (grey) = masked",
+                         hover_value="M")
+    # Every allowed cell is 0: one flat colour, no colour bar.
+    return fig.update_traces(selector=dict(name="M"), showscale=False, colorscale=[[0, ALLOWED], [1, ALLOWED]])
+
+
+def weights_heatmap(weights, q_tokens: list[str], k_tokens: list[str]) -> go.Figure:
+    return scores_heatmap(weights, q_tokens, k_tokens, "softmax weights (each row sums to 1)",
+                          hover_value="weight", colorscale=SEQUENTIAL, zmin=0.0, zmax=1.0)
+
+
+def worked_score(q_vec, k_vec, d_k: int) -> dict[str, float]:
+    """One cell of QKᵀ/√d_k, from its two vectors."""
+    q = np.asarray(q_vec, dtype=np.float64)
+    k = np.asarray(k_vec, dtype=np.float64)
+    dot = float(q @ k)
+    return {"dot": dot, "sqrt_d_k": math.sqrt(d_k), "scaled": dot / math.sqrt(d_k)}
+
+
+def score_terms_figure(q_vec, k_vec, q_token: str, k_token: str) -> go.Figure:
+    """The products q_m·k_m per dimension m; their sum is q·k."""
+    q = np.asarray(q_vec, dtype=np.float64)
+    k = np.asarray(k_vec, dtype=np.float64)
+    terms = q * k
+    dims = list(range(q.shape[0]))
+    fig = go.Figure(go.Bar(x=dims, y=terms, marker_color=np.where(terms >= 0, "#2166ac", "#b2182b"),
+                           customdata=np.stack([q, k], axis=-1),
+                           hovertemplate="dimension %{x}<br>q %{customdata[0]:.4g} × k %{customdata[1]:.4g}"
+                                         "<br>= %{y:.4g}<extra></extra>"))
+    fig.update_xaxes(title="dimension m (d_k)")
+    fig.update_yaxes(title="q_m · k_m")
+    return base_layout(fig, f"q({safe_label(q_token)}) · k({safe_label(k_token)}) = Σ q_m k_m = {terms.sum():.4g}",
+                       height=300)
+
+
+def softmax(x) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    e = np.exp(x - x.max())
+    return e / e.sum()
+
+
+def lookup_scores(query, keys, W=None) -> dict[str, np.ndarray]:
+    """Similarity of one query (d_k,) to each key (n, d_k) three ways: q·k, q·k/√d_k, and qᵀWk."""
+    q = np.asarray(query, dtype=np.float64)
+    K = np.asarray(keys, dtype=np.float64)
+    d_k = q.shape[0]
+    W = np.eye(d_k) if W is None else np.asarray(W, dtype=np.float64)
+    return {"dot product q·k": K @ q, "scaled q·k/√d_k": K @ q / math.sqrt(d_k), "general qᵀWk": K @ (W.T @ q)}
+
+
+def random_bilinear(d_k: int, seed: int = 0) -> np.ndarray:
+    """A fixed random W (d_k, d_k) with entries N(0, 1/d_k), so qᵀWk is on the scale of q·k."""
+    return np.random.default_rng(seed).normal(0.0, 1.0 / math.sqrt(d_k), size=(d_k, d_k))
+
+
+def lookup_figure(weights: dict[str, np.ndarray], key_tokens: list[str]) -> go.Figure:
+    """Grouped bars: for each key, the softmax weight each similarity gives it."""
+    labels = token_labels(key_tokens)
+    fig = go.Figure()
+    for name, w in weights.items():
+        fig.add_trace(go.Bar(x=labels, y=w, name=name,
+                             hovertemplate=f"{name}<br>key %{{x}}<br>weight %{{y:.4f}}<extra></extra>"))
+    fig.update_xaxes(type="category", title="key (the 'database' entries)")
+    fig.update_yaxes(title="softmax weight", range=[0, 1.02])
+    fig.update_layout(barmode="group")
+    return base_layout(fig, "Soft lookup: how much of each value is retrieved", height=340)

@@ -1,0 +1,219 @@
+"""Figures for generation: next-token distributions, the growing causal mask, the beam-search tree,
+and what changes when the decoder may look at future positions (the masking lab)."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .common import MASKED_COLOUR, SEQUENTIAL, safe_label
+from .layers import make_figure
+
+ALLOWED_COLOUR = "#6baed6"
+
+
+# --- next-token distributions ----------------------------------------------------------------------
+
+def topk_figure(tokens: list[str], probs, chosen: int | None = None, title: str | None = None,
+                x_title: str = "probability") -> go.Figure:
+    """Horizontal bars of the k most probable next tokens, most probable on top; ``chosen`` (an index
+    into ``tokens``) is drawn in another colour. Tokens are escaped here."""
+    probs = np.asarray(probs, dtype=np.float64)
+    labels = [f"{i + 1}. {safe_label(t)}" for i, t in enumerate(tokens)]  # rank keeps labels unique
+    colours = ["#e6550d" if i == chosen else "#3182bd" for i in range(len(tokens))]
+    data = [{"type": "bar", "x": probs, "y": labels, "orientation": "h", "marker": {"color": colours},
+             "name": "probability", "text": [f"{p:.3f}" for p in probs], "textposition": "outside",
+             "hovertemplate": "%{y}<br>p = %{x:.6f}<extra></extra>"}]
+    layout = {"yaxis": {"autorange": "reversed", "type": "category"},
+              "xaxis": {"range": [0, min(1.0, float(probs.max(initial=0.0)) * 1.25 + 0.02)],
+                        "title": {"text": x_title}}}
+    return make_figure(data, layout, title, max(220, 60 + 26 * len(tokens)))
+
+
+def causal_mask_values(t: int) -> np.ndarray:
+    """The decoder self-attention mask for t positions as numbers: 1 where a query may attend, −∞ where not."""
+    allowed = np.tril(np.ones((t, t), dtype=bool))
+    return np.where(allowed, 1.0, -np.inf)
+
+
+def _mask_figure(values: np.ndarray, x: list[str], y: list[str], title: str | None, height: int,
+                 x_title: str | None = None, y_title: str | None = None, hover: str = "may attend") -> go.Figure:
+    """A mask drawn as two single-colour layers: allowed cells blue, −∞ cells grey (hover says which)."""
+    masked = np.isneginf(values)
+    common = {"type": "heatmap", "x": x, "y": y, "showscale": False, "hoverongaps": False}
+    data = [{**common, "z": np.where(masked, 1.0, np.nan), "name": "masked",
+             "colorscale": [[0, MASKED_COLOUR], [1, MASKED_COLOUR]],
+             "hovertemplate": "row %{y}<br>column %{x}<br>masked (−∞)<extra></extra>"},
+            {**common, "z": np.where(masked, np.nan, 1.0), "name": hover,
+             "colorscale": [[0, ALLOWED_COLOUR], [1, ALLOWED_COLOUR]],
+             "hovertemplate": f"row %{{y}}<br>column %{{x}}<br>{hover}<extra></extra>"}]
+    layout = {"xaxis": {"type": "category", "title": {"text": x_title}, "tickangle": -45 if len(x) > 8 else 0},
+              "yaxis": {"type": "category", "autorange": "reversed", "title": {"text": y_title}}}
+    return make_figure(data, layout, title, height)
+
+
+def causal_mask_figure(labels: list[str], title: str | None = None) -> go.Figure:
+    """The t×t causal mask for the decoder input so far: allowed cells blue, masked cells grey."""
+    t = len(labels)
+    return _mask_figure(causal_mask_values(t), list(labels), list(labels), title, max(220, 90 + 30 * t),
+                        x_title="key (earlier position)", y_title="query")
+
+
+def attention_row_figure(weights, labels: list[str], title: str | None = None,
+                         x_title: str = "source token") -> go.Figure:
+    """One query's attention weights over the keys, as bars (they sum to 1)."""
+    weights = np.asarray(weights, dtype=np.float64)
+    data = [{"type": "bar", "x": list(labels), "y": weights, "marker": {"color": "#31a354"}, "name": "weight",
+             "hovertemplate": "%{x}<br>weight %{y:.6f}<extra></extra>"}]
+    layout = {"xaxis": {"type": "category", "title": {"text": x_title}, "tickangle": -45 if len(labels) > 8 else 0},
+              "yaxis": {"range": [0, 1], "title": {"text": "attention weight"}}}
+    return make_figure(data, layout, title, 300)
+
+
+# --- beam search -----------------------------------------------------------------------------------
+
+def beam_tree(parents: list[list[int]], scores: list[list[float]],
+              finished: list[list[bool]]) -> tuple[list[dict], list[tuple[tuple[int, int], tuple[int, int]]]]:
+    """Nodes and edges of the beam-search tree of one sentence.
+
+    ``parents[s][k]`` is the beam of step s−1 that beam k of step s extends (step s is drawn at x = s+1;
+    the root <s> sits at (0, 0), the parent of every first-step beam). Beams that only carry a finished
+    hypothesis forward (a finished parent, <pad> appended at no cost) are not drawn: they add nothing.
+    Returns nodes as dicts {step, beam, parent, score, finished, index} (index: (s, k) into the records;
+    None for the root) and edges ((step−1, parent beam), (step, beam)).
+    """
+    nodes = [{"step": 0, "beam": 0, "parent": None, "score": 0.0, "finished": False, "index": None}]
+    edges = []
+    for s, (row_parents, row_scores, row_finished) in enumerate(zip(parents, scores, finished)):
+        for k, (parent, score, done) in enumerate(zip(row_parents, row_scores, row_finished)):
+            parent = parent if s > 0 else 0
+            if s > 0 and finished[s - 1][parent]:
+                continue  # a carried, already finished hypothesis
+            if not np.isfinite(score):
+                continue
+            nodes.append({"step": s + 1, "beam": k, "parent": parent, "score": float(score), "finished": bool(done),
+                          "index": (s, k)})
+            edges.append(((s, parent), (s + 1, k)))
+    return nodes, edges
+
+
+def beam_backtrack(tokens: list[list[int]], parents: list[list[int]], beam: int) -> list[tuple[int, int]]:
+    """The (step, beam) nodes on the path from the root to beam ``beam`` of the last step (root first)."""
+    path = []
+    for s in range(len(tokens) - 1, -1, -1):
+        path.append((s + 1, beam))
+        beam = parents[s][beam] if s > 0 else 0
+    path.append((0, 0))
+    return path[::-1]
+
+
+def beam_hypothesis(tokens: list[list[int]], parents: list[list[int]], beam: int, eos_id: int,
+                    pad_id: int) -> list[int]:
+    """The token IDs of one final beam, cut before </s> and without <pad> (as the decoder returns them)."""
+    out = []
+    for step, k in beam_backtrack(tokens, parents, beam)[1:]:
+        token = tokens[step - 1][k]
+        if token == eos_id:
+            break
+        if token != pad_id:
+            out.append(token)
+    return out
+
+
+def beam_tree_figure(token_text: list[list[str]], parents: list[list[int]], scores: list[list[float]],
+                     finished: list[list[bool]], best_beam: int | None = None, title: str | None = None) -> go.Figure:
+    """The beam tree: x = step, y = beam rank, a line from each node to its parent; hover shows the token
+    and the cumulative log-probability. The chosen translation's path is drawn thick and orange."""
+    nodes, edges = beam_tree(parents, scores, finished)
+    edge_x, edge_y = [], []
+    for (x0, y0), (x1, y1) in edges:
+        edge_x += [x0, x1, None]
+        edge_y += [y0, y1, None]
+    data = [{"type": "scatter", "x": edge_x, "y": edge_y, "mode": "lines", "line": {"color": "#bbb", "width": 1},
+             "hoverinfo": "skip", "name": "edges", "showlegend": False}]
+    if best_beam is not None and token_text:
+        drawn = {(n["step"], n["beam"]) for n in nodes}
+        path = [p for p in beam_backtrack(token_text, parents, best_beam) if p in drawn]
+        data.append({"type": "scatter", "x": [p[0] for p in path], "y": [p[1] for p in path], "mode": "lines",
+                     "line": {"color": "#e6550d", "width": 4}, "hoverinfo": "skip", "name": "chosen translation"})
+    labels, hovers = [], []
+    for n in nodes:
+        if n["index"] is None:
+            token = "<s>"
+        else:
+            s, k = n["index"]
+            token = token_text[s][k]
+        labels.append(safe_label(token))
+        state = " (finished)" if n["finished"] else ""
+        hovers.append(f"step {n['step']}, beam {n['beam']}<br>token {safe_label(token)}{state}<br>"
+                      f"log P = {n['score']:.6f}")
+    data.append({"type": "scatter", "x": [n["step"] for n in nodes], "y": [n["beam"] for n in nodes],
+                 "mode": "markers+text", "text": labels, "textposition": "top center", "hovertext": hovers,
+                 "hoverinfo": "text", "name": "beams",
+                 "marker": {"size": 12, "color": [n["score"] for n in nodes], "colorscale": SEQUENTIAL,
+                            "symbol": ["square" if n["finished"] else "circle" for n in nodes],
+                            "colorbar": {"title": {"text": "log P"}}, "line": {"color": "#333", "width": 1}}})
+    K = max((len(row) for row in parents), default=1)
+    layout = {"xaxis": {"title": {"text": "step"}, "dtick": 1},
+              "yaxis": {"title": {"text": "beam (rank by score)"}, "dtick": 1, "range": [K - 0.5, -0.8]},
+              "legend": {"orientation": "h", "y": -0.2}}
+    return make_figure(data, layout, title, 160 + 70 * K)
+
+
+# --- the masking lab ---------------------------------------------------------------------------------
+
+def log_softmax(logits) -> np.ndarray:
+    """log softmax over the last axis, computed stably in float64."""
+    z = np.asarray(logits, dtype=np.float64)
+    z = z - z.max(axis=-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+
+
+def compare_predictions(logits_a, logits_b, expected_ids: list[int]) -> dict[str, np.ndarray]:
+    """Per position, how two runs' next-token distributions differ. logits (T, V).
+
+    Returns arrays (T,): argmax and its probability for a and b, each run's probability of the expected
+    token, and KL(p_a ‖ p_b) = Σ_v p_a(v) (log p_a(v) − log p_b(v)).
+    """
+    log_a, log_b = log_softmax(logits_a), log_softmax(logits_b)
+    rows = np.arange(log_a.shape[0])
+    expected = np.asarray(expected_ids)
+    argmax_a, argmax_b = log_a.argmax(-1), log_b.argmax(-1)
+    p_a = np.exp(log_a)
+    return {
+        "argmax_a": argmax_a, "p_argmax_a": p_a[rows, argmax_a],
+        "argmax_b": argmax_b, "p_argmax_b": np.exp(log_b[rows, argmax_b]),
+        "p_expected_a": p_a[rows, expected], "p_expected_b": np.exp(log_b[rows, expected]),
+        "kl": (p_a * (log_a - log_b)).sum(-1),
+    }
+
+
+def future_mass(weights) -> np.ndarray:
+    """Per query row, the attention weight on later positions (strictly above the diagonal). (T, T) -> (T,)"""
+    return np.triu(np.asarray(weights, dtype=np.float64), k=1).sum(-1)
+
+
+def prediction_change_figure(labels: list[str], p_masked, p_unmasked, kl, title: str | None = None) -> go.Figure:
+    """Per position: the probability of the expected next token with and without the causal mask (bars),
+    and KL(masked ‖ unmasked) on a second axis (line)."""
+    x = list(labels)
+    data = [{"type": "bar", "x": x, "y": np.asarray(p_masked, dtype=np.float64), "name": "p(expected) with causal mask",
+             "marker": {"color": "#3182bd"}, "hovertemplate": "%{x}<br>masked: p = %{y:.6f}<extra></extra>"},
+            {"type": "bar", "x": x, "y": np.asarray(p_unmasked, dtype=np.float64), "name": "p(expected) without mask",
+             "marker": {"color": "#e6550d"}, "hovertemplate": "%{x}<br>unmasked: p = %{y:.6f}<extra></extra>"},
+            {"type": "scatter", "x": x, "y": np.asarray(kl, dtype=np.float64), "name": "KL(masked ‖ unmasked)",
+             "yaxis": "y2", "mode": "lines+markers", "line": {"color": "#333"},
+             "hovertemplate": "%{x}<br>KL = %{y:.6f} nats<extra></extra>"}]
+    layout = {"barmode": "group", "yaxis": {"title": {"text": "probability"}, "range": [0, 1.05]},
+              "yaxis2": {"title": {"text": "KL (nats)"}, "overlaying": "y", "side": "right", "rangemode": "tozero",
+                         "showgrid": False},
+              "xaxis": {"type": "category", "tickangle": -45 if len(x) > 8 else 0,
+                        "title": {"text": "decoder position (input token)"}},
+              "legend": {"orientation": "h", "y": -0.35}}
+    return make_figure(data, layout, title, 400)
+
+
+def key_mask_figure(is_real, labels: list[str], title: str | None = None) -> go.Figure:
+    """The padding mask of one batch row as a strip: real keys blue, <pad> keys grey (−∞ in the scores)."""
+    values = np.where(np.asarray(is_real, dtype=bool), 1.0, -np.inf)[None, :]
+    return _mask_figure(values, list(labels), ["may attend"], title, 170, hover="real token")

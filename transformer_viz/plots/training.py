@@ -1,0 +1,91 @@
+"""Figures for training: the model card's loss and BLEU curves, the warm-up learning-rate schedule,
+and teacher forcing on one sentence (the probability of each expected token and the resulting loss)."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..train import learning_rate
+from .layers import make_figure
+from .decoding import log_softmax
+
+
+def history_figure(history: list[dict], title: str | None = None) -> go.Figure:
+    """Training and validation loss per epoch (left axis) and validation BLEU (right axis)."""
+    epochs = [row.get("epoch", i + 1) for i, row in enumerate(history)]
+
+    def series(key: str, name: str, colour: str, hover: str, axis: str = "y") -> dict:
+        return {"type": "scatter", "x": epochs, "y": [row.get(key) for row in history], "name": name,
+                "mode": "lines+markers", "line": {"color": colour}, "yaxis": axis,
+                "hovertemplate": f"epoch %{{x}}<br>{hover}<extra></extra>"}
+
+    data = [series("train_loss", "training loss", "#3182bd", "training loss %{y:.4f}"),
+            series("val_loss", "validation loss", "#9ecae1", "validation loss %{y:.4f}"),
+            series("val_bleu", "validation BLEU", "#e6550d", "BLEU %{y:.2f}", "y2")]
+    layout = {"yaxis": {"title": {"text": "loss (label-smoothed cross-entropy, nats)"}},
+              "yaxis2": {"title": {"text": "BLEU"}, "overlaying": "y", "side": "right", "rangemode": "tozero",
+                         "showgrid": False},
+              "xaxis": {"title": {"text": "epoch"}, "dtick": 1 if len(epochs) <= 20 else None},
+              "legend": {"orientation": "h", "y": -0.25}}
+    return make_figure(data, layout, title, 380)
+
+
+def lr_curve(d_model: int, warmup: int, factor: float, total_steps: int,
+             points: int = 400) -> tuple[np.ndarray, np.ndarray]:
+    """Steps (always including ``warmup`` itself, where the schedule peaks) and the learning rate there."""
+    total_steps = max(int(total_steps), int(warmup) + 1, 2)
+    steps = np.unique(np.concatenate([np.linspace(1, total_steps, points).round().astype(int), [int(warmup)]]))
+    steps = steps[steps >= 1]
+    return steps, np.array([learning_rate(int(s), d_model, warmup, factor) for s in steps])
+
+
+def lr_schedule_figure(steps, lrs, warmup: int, marker_step: int | None = None, marker_lr: float | None = None,
+                       title: str | None = None) -> go.Figure:
+    """The learning rate over training steps, with the warm-up boundary and the peak marked."""
+    steps, lrs = np.asarray(steps), np.asarray(lrs, dtype=np.float64)
+    peak = int(lrs.argmax())
+    data = [{"type": "scatter", "x": steps, "y": lrs, "mode": "lines", "name": "learning rate",
+             "line": {"color": "#3182bd"}, "hovertemplate": "step %{x}<br>lr %{y:.4e}<extra></extra>"},
+            {"type": "scatter", "x": [steps[peak]], "y": [lrs[peak]], "mode": "markers", "name": "peak",
+             "marker": {"size": 10, "color": "#e6550d"},
+             "hovertemplate": "peak at step %{x}<br>lr %{y:.4e}<extra></extra>"}]
+    if marker_step is not None and marker_lr is not None:
+        data.append({"type": "scatter", "x": [marker_step], "y": [marker_lr], "mode": "markers",
+                     "name": "where training stopped", "marker": {"size": 10, "symbol": "x", "color": "#333"},
+                     "hovertemplate": "step %{x}<br>lr %{y:.4e}<extra></extra>"})
+    layout = {"xaxis": {"title": {"text": "training step"}},
+              "yaxis": {"title": {"text": "learning rate"}, "tickformat": ".1e"},
+              "shapes": [{"type": "line", "xref": "x", "x0": warmup, "x1": warmup, "yref": "paper", "y0": 0, "y1": 1,
+                          "line": {"color": "#999", "dash": "dash"}}],
+              "annotations": [{"text": f"warmup = {warmup}", "xref": "x", "x": warmup, "xanchor": "left",
+                               "yref": "paper", "y": 1, "showarrow": False}],
+              "legend": {"orientation": "h", "y": -0.25}}
+    return make_figure(data, layout, title, 360)
+
+
+def teacher_forcing_losses(logits, expected_ids: list[int], smoothing: float = 0.0) -> dict:
+    """The loss of one teacher-forced sentence. logits (T, V), expected_ids (T,) = the target shifted left.
+
+    Returns p (T,) the probability of each expected token, nll (T,) = −log p, ce = mean(nll), and the
+    label-smoothed loss with target (1 − ε)·one-hot + ε/V (as ``torch.nn.functional.cross_entropy``).
+    """
+    logp = log_softmax(logits)  # (T, V)
+    rows = np.arange(logp.shape[0])
+    nll = -logp[rows, np.asarray(expected_ids)]
+    uniform = -logp.mean(-1)  # −(1/V) Σ_v log p_v per position
+    smoothed = (1.0 - smoothing) * nll + smoothing * uniform
+    return {"p": np.exp(-nll), "nll": nll, "ce": float(nll.mean()), "smoothed": float(smoothed.mean())}
+
+
+def expected_token_figure(labels: list[str], p, title: str | None = None) -> go.Figure:
+    """Per decoder position, the probability the model gives to the expected token, with −log p in the hover."""
+    p = np.asarray(p, dtype=np.float64)
+    nll = -np.log(np.clip(p, 1e-300, None))
+    data = [{"type": "bar", "x": list(labels), "y": p, "customdata": nll, "marker": {"color": "#31a354"},
+             "name": "p(expected)", "text": [f"{v:.2f}" for v in p], "textposition": "outside",
+             "hovertemplate": "%{x}<br>p = %{y:.6f}<br>−log p = %{customdata:.4f}<extra></extra>"}]
+    layout = {"xaxis": {"type": "category", "title": {"text": "decoder input → expected output"},
+                        "tickangle": -45 if len(labels) > 6 else 0},
+              "yaxis": {"range": [0, 1.1], "title": {"text": "p(expected token)"}}}
+    return make_figure(data, layout, title, 360)
