@@ -156,6 +156,13 @@ def cmd_evaluate(args) -> int:
     report = {"split": args.split, "direction": f"{src_lang}-{tgt_lang}", "sentences": len(pairs),
               "decoding": "greedy" if args.beam <= 1 else f"beam {args.beam}", **result.as_dict(),
               "hypotheses": str(out)}
+    if args.record:
+        if args.limit:
+            print("error: --record needs the whole split (no --limit)", file=sys.stderr)
+            return 2
+        from .evaluate import record_scores
+
+        record_scores(args.checkpoint, report)
     print(json.dumps(report, indent=1))
     return 0
 
@@ -243,6 +250,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--alpha", type=float, default=0.6, help="length penalty exponent")
     p.add_argument("--limit", type=int, default=0, help="only the first n sentences")
     p.add_argument("--output", help="where to write the hypotheses")
+    p.add_argument("--record", action="store_true",
+                   help="add the scores to the checkpoint's metadata.json and model card")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_evaluate)
 

@@ -110,7 +110,7 @@ def get_checkpoint(name: str) -> Checkpoint:
 # A trace of a typical sentence (~15 tokens, small model) is a few MB, dominated by logits and probs
 # (T × V each); a 250-token input can reach ~100 MB. The bound and the expiry keep the cache's memory
 # predictable while a lecture hall still shares the runs of the example sentences.
-@st.cache_resource(show_spinner="Running the model…", max_entries=64, ttl=3600)
+@st.cache_resource(show_spinner="Running the model…", max_entries=32, ttl=3600)
 def get_run(name: str, sentence: str, beam_size: int = 1, causal: bool = True) -> SentenceRun:
     """Each (checkpoint, sentence, decoding) is run once and the result is shared, read-only, by every
     session (a cache_data copy would unpickle hundreds of tensors on every rerun). The bound and the expiry
