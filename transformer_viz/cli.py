@@ -154,7 +154,8 @@ def cmd_evaluate(args) -> int:
     out = Path(args.output or f"hyps.{args.split}.{src_lang}-{tgt_lang}.beam{args.beam}.txt")
     out.write_text("".join(h + "\n" for h in hyps))
     report = {"split": args.split, "direction": f"{src_lang}-{tgt_lang}", "sentences": len(pairs),
-              "decoding": "greedy" if args.beam <= 1 else f"beam {args.beam}", **result.as_dict(),
+              "decoding": "greedy" if args.beam <= 1 else f"beam {args.beam}"
+              + ("" if args.alpha == 0.6 else f", alpha {args.alpha:g}"), **result.as_dict(),
               "hypotheses": str(out)}
     if args.record:
         if args.limit:
