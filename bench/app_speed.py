@@ -1,0 +1,353 @@
+"""How fast is the app? Three measurements, printed as a table:
+
+(a) rerun    server-side rerun time of every page (streamlit.testing.v1.AppTest, in this process) for a
+             sentence of ~20 source tokens, with the model and the sentence's run already cached:
+             each page runs once to warm the caches, then --reruns timed reruns; the median is reported.
+             Target: <= 200 ms per page.
+(b) cold     from launching `streamlit run app.py` to the first page with all its charts drawn in
+             headless Chromium. Target: <= 10 s.
+(c) memory   resident memory (VmRSS, the server process and its children) after every page has been
+             visited in the browser. Target: <= 1 GiB.
+
+    .venv/bin/python bench/app_speed.py                       # checkpoints/ of the project
+    .venv/bin/python bench/app_speed.py --checkpoints DIR --reruns 10 --skip-browser
+
+Only public means are used: time.perf_counter, /proc/<pid>/status, and the app's own HTTP/WebSocket
+interface through the browser. bench/load_test.py imports the server and browser helpers from here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = ROOT / ".venv" / "bin" / "python"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+CHECKPOINTS_ENV = "TRANSFORMER_VIZ_CHECKPOINTS"
+TARGETS = {"rerun_ms": 200, "cold_start_s": 10, "rss_mib": 1024}
+
+# Browser-side: count the Streamlit runs that start, so "the run after my action is done" needs no sleeps.
+COUNT_RUNS_JS = """
+window.__stRuns = 0;
+new MutationObserver((mutations) => {
+  for (const m of mutations) {
+    if (m.target.getAttribute('data-test-script-state') === 'running') window.__stRuns++;
+  }
+}).observe(document, {subtree: true, attributes: true, attributeFilter: ['data-test-script-state']});
+"""
+# A run newer than `after` has finished, nothing is a loading skeleton, every plotly chart drew its svg.
+RUN_DONE_JS = """(after) => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  const main = document.querySelector('[data-testid="stMain"]');
+  if (!app || !main || window.__stRuns <= after) return false;
+  if (app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+  if (main.querySelector('[data-testid="stSkeleton"]')) return false;
+  return Array.from(main.querySelectorAll('[data-testid="stPlotlyChart"]'))
+    .every((c) => c.querySelector('.js-plotly-plot svg.main-svg'));
+}"""
+# What went wrong on the page, as text (exceptions and error boxes); empty when all is well.
+PAGE_ERRORS_JS = """() => Array.from(document.querySelectorAll(
+  '[data-testid="stException"], [data-testid="stAlertContentError"]')).map((e) => e.innerText.slice(0, 300))"""
+
+# Words to build sentences from, per source language (the sidebar label says which: "Sentence (de)").
+WORDS = {
+    "de": "ein eine zwei der die das mann frau kind hund katze junge mädchen spielt läuft sitzt steht fährt "
+          "mit dem einem roten blauen großen kleinen ball fahrrad auto straße park strand wasser schnee vor "
+          "neben auf im in an über durch hause stadt buch liest trägt hemd hut".split(),
+    "en": "a an two the man woman child dog cat boy girl plays runs sits stands rides with red blue big "
+          "small ball bicycle car street park beach water snow in front of next to on at over through "
+          "house city book reads wears shirt hat".split(),
+}
+
+
+# --- pages, server, memory ---------------------------------------------------------------------------
+
+def app_pages() -> list[dict]:
+    """Every st.Page in app.py, in navigation order: file, title, url_path, default. Read from the source."""
+    tree = ast.parse((ROOT / "app.py").read_text(encoding="utf-8"))
+    pages = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "Page":
+            kw = {k.arg: k.value.value for k in node.keywords if isinstance(k.value, ast.Constant)}
+            file = node.args[0].value
+            pages.append({"file": file, "title": kw["title"], "url_path": kw.get("url_path") or Path(file).stem,
+                          "default": bool(kw.get("default"))})
+    return pages
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(checkpoints: Path | None, port: int | None = None, log_path: Path | None = None,
+                 timeout_s: float = 120) -> tuple[subprocess.Popen, str, float]:
+    """`streamlit run app.py` on 127.0.0.1; returns (process, url, seconds until /_stcore/health answered)."""
+    port = port or free_port()
+    env = dict(os.environ)
+    if checkpoints is not None:
+        env[CHECKPOINTS_ENV] = str(checkpoints)
+    log = open(log_path, "w") if log_path else subprocess.DEVNULL
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [str(PYTHON if PYTHON.exists() else sys.executable), "-m", "streamlit", "run", "app.py",
+         "--server.headless", "true", "--server.port", str(port), "--server.address", "127.0.0.1",
+         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", "--server.runOnSave", "false"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    if log_path:
+        log.close()  # the child keeps its own handle
+    url = f"http://127.0.0.1:{port}"
+    while time.perf_counter() - t0 < timeout_s:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {proc.returncode}" + (f"; see {log_path}" if log_path else ""))
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
+                if resp.status == 200:
+                    return proc, url, time.perf_counter() - t0
+        except OSError:
+            time.sleep(0.1)
+    stop_server(proc)
+    raise RuntimeError(f"streamlit did not answer within {timeout_s} s")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=15)
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])  # the command name may hold spaces and parentheses
+        if ppid == pid:
+            kids.append(int(entry.name))
+    return kids
+
+
+def rss_bytes(pid: int) -> int:
+    """VmRSS of the process and all its descendants (0 for a process that is gone)."""
+    total, todo, seen = 0, [pid], set()
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+        except OSError:
+            continue
+        todo.extend(_children(p))
+    return total
+
+
+def pid_listening_on(port: int) -> int | None:
+    """The process that listens on 127.0.0.1:<port>, found through /proc/net/tcp and the fds in /proc."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":  # 0A = LISTEN
+                inodes.add(fields[9])
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            for fd in (entry / "fd").iterdir():
+                link = os.readlink(fd)
+                if link.startswith("socket:[") and link[8:-1] in inodes:
+                    return int(entry.name)
+        except OSError:
+            continue
+    return None
+
+
+def sentence_language(label: str) -> str:
+    """'Sentence (de)' -> 'de' (falls back to German)."""
+    lang = label.split("(")[-1].rstrip(") ").strip() if "(" in label else "de"
+    return lang if lang in WORDS else "de"
+
+
+# --- (a) rerun times with AppTest ---------------------------------------------------------------------
+
+def sentence_of_tokens(checkpoints: Path, name: str | None, n_tokens: int) -> tuple[str, str, int]:
+    """A sentence whose source has n_tokens tokens (with </s>) for the chosen checkpoint: (name, text, count)."""
+    sys.path.insert(0, str(ROOT))
+    os.environ[CHECKPOINTS_ENV] = str(checkpoints)
+    from transformer_viz import webapp
+    from transformer_viz.checkpoint import load_checkpoint
+    from transformer_viz.tokenizer import encode_source
+
+    available = webapp.list_checkpoints()  # the app's own discovery, so the name matches the sidebar's
+    if not available:
+        raise SystemExit(f"no checkpoint in {checkpoints}")
+    name = name or sorted(available)[0]
+    ckpt = load_checkpoint(available[name])
+    lang = ckpt.metadata.get("src_lang", "de")
+    words, count = [], 0
+    pool = WORDS.get(lang, WORDS["de"])
+    while count < n_tokens:
+        words.append(pool[len(words) * 7 % len(pool)])
+        text = (" ".join(words) + " .").capitalize()
+        count = len(encode_source(ckpt.tokenizer, text, max_tokens=ckpt.config.max_len).ids)
+        if len(words) > 4 * n_tokens:
+            break
+    return name, text, count
+
+
+def measure_reruns(checkpoints: Path, name: str | None, n_tokens: int, reruns: int) -> tuple[dict, dict]:
+    from streamlit.testing.v1 import AppTest
+
+    name, sentence, count = sentence_of_tokens(checkpoints, name, n_tokens)
+    info = {"checkpoint": name, "sentence": sentence, "source_tokens": count, "reruns": reruns}
+    results = {}
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
+    at.query_params["ckpt"] = name
+    at.query_params["s"] = sentence
+    at.run()
+    for page in app_pages():
+        at.switch_page(page["file"])
+        at.run()  # warm: model, run and page caches
+        if at.exception:
+            results[page["title"]] = {"error": at.exception[0].value[:200]}
+            continue
+        times = []
+        for _ in range(reruns):
+            t = time.perf_counter()
+            at.run()
+            times.append(time.perf_counter() - t)
+        results[page["title"]] = {"median_ms": 1000 * statistics.median(times), "max_ms": 1000 * max(times),
+                                  "charts": len(at.get("plotly_chart"))}
+    return info, results
+
+
+# --- (b) cold start and (c) memory in the browser -------------------------------------------------------
+
+def launch_browser(playwright):
+    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+
+
+def nav_link(page, title: str):
+    """The sidebar navigation link with exactly this title (works for sync and async pages)."""
+    return page.locator('[data-testid="stSidebarNav"] a',
+                        has_text=re.compile(rf"^\s*{re.escape(title)}\s*$")).first
+
+
+def wait_for_run(page, after: int, timeout_s: float) -> None:
+    page.wait_for_function(RUN_DONE_JS, arg=after, polling=50, timeout=timeout_s * 1000)
+
+
+def measure_browser(checkpoints: Path, timeout_s: float) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    out = {}
+    with sync_playwright() as p:
+        browser = launch_browser(p)  # started first: its own start-up is not the app's cold start
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.add_init_script(COUNT_RUNS_JS)
+        page = context.new_page()
+        page.set_default_timeout(timeout_s * 1000)
+        t0 = time.perf_counter()
+        proc, url, health_s = start_server(checkpoints, timeout_s=timeout_s)
+        try:
+            page.goto(url)
+            wait_for_run(page, 0, timeout_s)
+            out["cold_start_s"] = time.perf_counter() - t0
+            out["server_ready_s"] = health_s
+            out["first_page_charts"] = page.locator('[data-testid="stMain"] [data-testid="stPlotlyChart"]').count()
+            out["rss_after_first_page_mib"] = rss_bytes(proc.pid) / 2**20
+            errors = {}
+            for info in app_pages():
+                link = nav_link(page, info["title"])
+                if link.get_attribute("aria-current") != "page":
+                    before = page.evaluate("window.__stRuns")
+                    link.click()
+                    wait_for_run(page, before, timeout_s)
+                problems = page.evaluate(PAGE_ERRORS_JS)
+                if problems:
+                    errors[info["title"]] = problems
+            out["rss_after_all_pages_mib"] = rss_bytes(proc.pid) / 2**20
+            out["page_errors"] = errors
+        finally:
+            stop_server(proc)
+            browser.close()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkpoints", type=Path, default=ROOT / "checkpoints",
+                        help="directory of checkpoint directories (default: the project's checkpoints/)")
+    parser.add_argument("--checkpoint", help="checkpoint name for the rerun timings (default: the first)")
+    parser.add_argument("--tokens", type=int, default=20, help="source tokens of the timed sentence")
+    parser.add_argument("--reruns", type=int, default=20, help="timed reruns per page")
+    parser.add_argument("--timeout", type=float, default=120, help="bound on every wait in seconds")
+    parser.add_argument("--skip-browser", action="store_true", help="only (a): no Chromium")
+    parser.add_argument("--json", type=Path, help="also write the results as JSON to this file")
+    args = parser.parse_args()
+    checkpoints = args.checkpoints.resolve()
+
+    info, reruns = measure_reruns(checkpoints, args.checkpoint, args.tokens, args.reruns)
+    print(f"(a) server-side rerun per page: checkpoint {info['checkpoint']!r}, {info['source_tokens']} source "
+          f"tokens, median of {args.reruns} reruns after one warm-up (target <= {TARGETS['rerun_ms']} ms)")
+    print(f"    sentence: {info['sentence']}")
+    print(f"    {'page':<28} {'median ms':>10} {'max ms':>9} {'charts':>7}  ok")
+    for title, r in reruns.items():
+        if "error" in r:
+            print(f"    {title:<28} {'ERROR':>10}  {r['error']}")
+            continue
+        ok = "yes" if r["median_ms"] <= TARGETS["rerun_ms"] else "NO"
+        print(f"    {title:<28} {r['median_ms']:>10.1f} {r['max_ms']:>9.1f} {r['charts']:>7}  {ok}")
+    result = {"rerun": {"info": info, "pages": reruns}}
+
+    if not args.skip_browser:
+        if not Path(CHROMIUM).exists():
+            print(f"(b), (c) skipped: {CHROMIUM} is missing")
+        else:
+            b = measure_browser(checkpoints, args.timeout)
+            result["browser"] = b
+            ok = "yes" if b["cold_start_s"] <= TARGETS["cold_start_s"] else "NO"
+            print(f"(b) cold start to the first page with its {b['first_page_charts']} chart(s): "
+                  f"{b['cold_start_s']:.2f} s (server answering after {b['server_ready_s']:.2f} s; "
+                  f"target <= {TARGETS['cold_start_s']} s) {ok}")
+            ok = "yes" if b["rss_after_all_pages_mib"] <= TARGETS["rss_mib"] else "NO"
+            print(f"(c) server RSS after every page: {b['rss_after_all_pages_mib']:.0f} MiB (after the first page: "
+                  f"{b['rss_after_first_page_mib']:.0f} MiB; target <= {TARGETS['rss_mib']} MiB) {ok}")
+            if b["page_errors"]:
+                print(f"    errors shown on pages: {json.dumps(b['page_errors'], ensure_ascii=False)}")
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()
