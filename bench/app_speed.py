@@ -42,11 +42,16 @@ TARGETS = {"rerun_ms": 200, "cold_start_s": 10, "rss_mib": 1024}
 # Browser-side: count the Streamlit runs that start, so "the run after my action is done" needs no sleeps.
 COUNT_RUNS_JS = """
 window.__stRuns = 0;
-new MutationObserver((mutations) => {
-  for (const m of mutations) {
-    if (m.target.getAttribute('data-test-script-state') === 'running') window.__stRuns++;
-  }
-}).observe(document, {subtree: true, attributes: true, attributeFilter: ['data-test-script-state']});
+new MutationObserver((records) => {
+  // A record holds only the value *before* the change: a short run can start and end before this
+  // callback, so each record's new value is the next record's old value (or, for the last, the current one).
+  records.forEach((r, i) => {
+    const next = records.slice(i + 1).find((n) => n.target === r.target);
+    const value = next ? next.oldValue : r.target.getAttribute('data-test-script-state');
+    if (value === 'running') window.__stRuns++;
+  });
+}).observe(document, {subtree: true, attributes: true, attributeOldValue: true,
+                      attributeFilter: ['data-test-script-state']});
 """
 # A run newer than `after` has finished, nothing is a loading skeleton, every plotly chart drew its svg.
 RUN_DONE_JS = """(after) => {

@@ -264,7 +264,8 @@ async def soak(args, url: str, pid: int) -> dict:
                 samples.append((done, round(rss_bytes(pid) / MIB, 1)))
                 next_sample += 50
         end = rss_bytes(pid) / MIB
-        samples.append((await session.runs() - warm_runs, round(end, 1)))
+        if samples[-1][0] != await session.runs() - warm_runs:
+            samples.append((await session.runs() - warm_runs, round(end, 1)))
         measured_s = time.perf_counter() - t1
         await session.close()
         await browser.close()

@@ -10,7 +10,8 @@ ENC, DEC, EMB, OUT = "#cfe2f3", "#fde2c8", "#e2efd9", "#ead1dc"
 
 
 def _box(fig: go.Figure, x0: float, y0: float, x1: float, y1: float, colour: str, text: str, hover: str) -> None:
-    fig.add_shape(type="rect", x0=x0, y0=y0, x1=x1, y1=y1, fillcolor=colour, line=dict(color="#555", width=1))
+    fig.add_shape(type="rect", x0=x0, y0=y0, x1=x1, y1=y1, fillcolor=colour, line=dict(color="#555", width=1),
+                  layer="below")  # under the label text, which is a trace
     fig.add_trace(go.Scatter(x=[(x0 + x1) / 2], y=[(y0 + y1) / 2], text=[text], mode="text",
                              hovertext=[hover], hoverinfo="text", showlegend=False, textfont=dict(size=12)))
 
