@@ -12,20 +12,28 @@ st.markdown(
     "time, attending to its own earlier output (masked self-attention) and to the encoder's output "
     "(cross-attention). Every page of this app looks inside one step of that computation."
 )
+# Slots filled once the model has run. While the model is still loading (the first visit after the
+# server starts) the architecture is drawn at once from the config alone, S and T as symbols: the
+# reader has something to look at, and the browser fetches its chart code while torch loads.
+source_col, translation_col = st.columns(2)
+formula_slot, figure_slot = st.empty(), st.empty()
+cfg, _ = webapp.checkpoint_info(sel.checkpoint)
+if not webapp.model_loaded(sel.checkpoint):
+    figure_slot.plotly_chart(architecture_figure(N=cfg.N, d_model=cfg.d_model, h=cfg.h, d_ff=cfg.d_ff,
+                                                 vocab_size=cfg.vocab_size, S="S", T="T"),
+                             width="stretch", key="architecture-symbolic")
 run = webapp.current_run(sel)
 if run is None:
     st.stop()
 
-left, right = st.columns(2)
-with left:
+with source_col:
     webapp.show_user_text(f"Source ({sel.src_lang})", run.source_text)
-with right:
+with translation_col:
     webapp.show_user_text(f"Translation ({sel.tgt_lang}, greedy decoding)", run.translation or "(empty)")
-
-cfg = run.config
 S, T = len(run.src_ids), len(run.tgt_ids)
-st.latex(r"\text{Transformer}: (B, S) = (1, %d)\ \text{source IDs} \;\to\; (B, T, V) = (1, %d, %d)\ \text{logits}"
-         % (S, T, cfg.vocab_size))
+formula_slot.latex(r"\text{Transformer}: (B, S) = (1, %d)\ \text{source IDs} \;\to\; (B, T, V) = (1, %d, %d)\ "
+                   r"\text{logits}" % (S, T, cfg.vocab_size))
 fig = architecture_figure(N=cfg.N, d_model=cfg.d_model, h=cfg.h, d_ff=cfg.d_ff, vocab_size=cfg.vocab_size, S=S, T=T)
-webapp.chart(fig, {"component": ["source", "target", "d_model", "h", "d_k", "d_ff", "N", "V"],
-                   "value": [S, T, cfg.d_model, cfg.h, cfg.d_k, cfg.d_ff, cfg.N, cfg.vocab_size]}, "architecture")
+with figure_slot.container():
+    webapp.chart(fig, {"component": ["source", "target", "d_model", "h", "d_k", "d_ff", "N", "V"],
+                       "value": [S, T, cfg.d_model, cfg.h, cfg.d_k, cfg.d_ff, cfg.N, cfg.vocab_size]}, "architecture")

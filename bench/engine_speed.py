@@ -7,13 +7,15 @@
    projection, dropout, loss and optimiser), alternating A, B, A, B … in one process; the ratio ours/reference
    is taken round by round and its median printed (target ≥ 0.9).
 2. A traced forward pass (every intermediate recorded) of a 20-token sentence through the `base` config
-   (the paper's sizes): median milliseconds over repeated runs (target ≤ 50 ms), with the untraced forward beside it.
+   (the paper's sizes): median milliseconds over repeated runs (target ≤ 50 ms), with the untraced forward beside it,
+   in float32 and with bfloat16 weights (`load_checkpoint(..., dtype="bfloat16")`, `--dtype bfloat16` in the CLI).
 Timings use time.perf_counter; the first runs are warm-up and are not counted.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import contextlib
 import math
 import statistics
@@ -110,29 +112,31 @@ def bench_training(args) -> None:
 def bench_traced_forward(args) -> None:
     torch.manual_seed(0)
     cfg = preset("base", dropout=0.0)
-    model = Transformer(cfg).eval()
+    model32 = Transformer(cfg).eval()
+    model16 = copy.deepcopy(model32).to(torch.bfloat16)  # load_checkpoint(..., dtype="bfloat16") does the same
     src = torch.randint(4, cfg.vocab_size, (1, 20))
     tgt = torch.randint(4, cfg.vocab_size, (1, 20))
-
-    def timed(trace: bool) -> list[float]:
-        times = []
-        with torch.no_grad():
-            for i in range(args.forward_runs + 3):
-                start = time.perf_counter()
-                model(src, tgt, trace=Trace() if trace else None)
-                if i >= 3:
-                    times.append((time.perf_counter() - start) * 1000)
-        return times
-
-    traced, plain = timed(True), timed(False)
-    trace = Trace()
+    variants = {("float32", True): model32, ("float32", False): model32,
+                ("bfloat16", True): model16, ("bfloat16", False): model16}
+    times = {key: [] for key in variants}
     with torch.no_grad():
-        model(src, tgt, trace=trace)
-    print(f"forward, base config (d_model 512, h 8, N 6, {model.num_parameters():,} parameters), 20 source and "
-          f"20 target tokens, {len(trace)} tensors recorded")
-    print(f"  traced   median {statistics.median(traced):6.1f} ms  (min {min(traced):.1f}, max {max(traced):.1f}; "
-          f"target <= 50 ms)")
-    print(f"  untraced median {statistics.median(plain):6.1f} ms  (min {min(plain):.1f}, max {max(plain):.1f})")
+        for _ in range(args.rounds):  # variants alternate, so a noisy moment hits them all alike
+            for (dtype, traced), model in variants.items():
+                for i in range(args.forward_runs // args.rounds + 2):
+                    start = time.perf_counter()
+                    model(src, tgt, trace=Trace() if traced else None)
+                    if i >= 2:
+                        times[(dtype, traced)].append((time.perf_counter() - start) * 1000)
+        trace = Trace()
+        model32(src, tgt, trace=trace)
+        diff = (model16(src, tgt).float() - model32(src, tgt)).abs().max().item()
+    print(f"forward, base config (d_model 512, h 8, N 6, {model32.num_parameters():,} parameters), 20 source and "
+          f"20 target tokens, {len(trace)} tensors recorded, {torch.get_num_threads()} threads")
+    for (dtype, traced), values in times.items():
+        target = "  (target <= 50 ms)" if traced else ""
+        print(f"  {dtype:8s} {'traced' if traced else 'untraced':8s} median {statistics.median(values):6.1f} ms  "
+              f"(min {min(values):.1f}, max {max(values):.1f}){target}")
+    print(f"  largest |logit difference| bfloat16 vs float32: {diff:.3f}")
 
 
 def main() -> None:
@@ -143,7 +147,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=96)
     parser.add_argument("--length", type=int, default=20)
     parser.add_argument("--amp", default="off", choices=["off", "bf16"])
-    parser.add_argument("--forward-runs", type=int, default=30)
+    parser.add_argument("--forward-runs", type=int, default=40, help="timed forward passes per variant")
     parser.add_argument("--only", choices=["training", "forward"])
     args = parser.parse_args()
     if args.threads:

@@ -33,6 +33,21 @@ def plotly_specs(at: AppTest) -> list[str]:
     return [c.proto.spec for c in at.get("plotly_chart")]
 
 
+def test_first_visit_draws_the_architecture_before_the_model_loads(app, monkeypatch):
+    from transformer_viz import webapp
+
+    monkeypatch.setattr(webapp, "_LOADED", set())  # as on a fresh server
+    at = app
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    # The preview (S and T as symbols) was replaced in place by the figure with the sentence's shapes.
+    specs = plotly_specs(at)
+    assert len(specs) == 1 and "(1, S, " not in specs[0] and "(1, 8, 32)" in specs[0]  # S = 7 words + </s>
+    assert webapp.model_loaded(at.session_state["checkpoint"])
+    at.run()  # a rerun with the model in memory draws no preview
+    assert len(plotly_specs(at)) == 1 and not at.exception
+
+
 def test_overview_shows_translation_and_architecture(app):
     at = open_page(app, "app_pages/overview.py")
     assert at.title[0].value == "Overview & translation"

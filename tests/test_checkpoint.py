@@ -58,6 +58,15 @@ def test_float16_round_trip_is_close(tiny_model, tokenizer, tmp_path):
     assert torch.equal(got.argmax(-1), expected.argmax(-1))
 
 
+def test_load_in_bfloat16(checkpoint_dir, tiny_model):
+    ckpt = load_checkpoint(checkpoint_dir, dtype="bfloat16")
+    assert {p.dtype for p in ckpt.model.parameters()} == {torch.bfloat16}
+    expected = logits(tiny_model)
+    torch.testing.assert_close(logits(ckpt.model).float(), expected, rtol=0, atol=0.05 * expected.abs().max().item())
+    with pytest.raises(CheckpointError, match="dtype must be one of float32, bfloat16"):
+        load_checkpoint(checkpoint_dir, dtype="float8")
+
+
 # --- pickles are never opened -------------------------------------------------------------------
 
 

@@ -124,6 +124,18 @@ def test_trace_json(checkpoint_dir, tiny_checkpoint, capsys):
     assert "values" not in data
 
 
+def test_trace_in_bfloat16(checkpoint_dir, tiny_checkpoint, capsys):
+    code, out, _ = run_cli(capsys, "trace", "--checkpoint", str(checkpoint_dir), "--dtype", "bfloat16", "--values",
+                           SENTENCE)
+    assert code == 0
+    data = json.loads(out)
+    run = run_sentence(tiny_checkpoint, SENTENCE)  # float32
+    assert data["source_ids"] == run.src_ids
+    check_shapes(data["shapes"], tiny_checkpoint.config.to_dict(), len(run.src_ids), len(data["target_ids"]))
+    if data["target_ids"] == run.tgt_ids:  # same translation: the probabilities differ by bfloat16 rounding only
+        np.testing.assert_allclose(np.asarray(data["values"]["probs"]), run.trace["probs"].numpy(), atol=2e-2)
+
+
 def test_trace_values(checkpoint_dir, tiny_checkpoint, capsys):
     code, out, _ = run_cli(capsys, "trace", "--checkpoint", str(checkpoint_dir), "--values", SENTENCE)
     assert code == 0

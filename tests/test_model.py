@@ -155,6 +155,45 @@ def test_traced_and_fused_paths_give_the_same_logits(pre_ln):
     assert torch.allclose(fast, traced, atol=1e-5)
 
 
+def test_recorded_tensors_never_share_memory_with_the_model(tiny_model):
+    # Traces are kept in a cache shared by every session: none may alias a parameter or a buffer
+    # (the positional-encoding table is recorded through a slice of one), or a later edit would leak.
+    trace = Trace()
+    with torch.no_grad():
+        tiny_model(torch.tensor([[5, 6, 7, 2]]), torch.tensor([[1, 8, 9]]), trace=trace)
+    model_storage = {t.untyped_storage().data_ptr() for t in [*tiny_model.parameters(), *tiny_model.buffers()]}
+    shared = [name for name, t in trace.items() if t.untyped_storage().data_ptr() in model_storage]
+    assert shared == []
+    assert torch.equal(trace["src.positional"], tiny_model.pe[:4])
+
+
+def test_bfloat16_model_stays_close_and_its_trace_reads_as_float32():
+    torch.manual_seed(6)
+    model = Transformer(preset("tiny", vocab_size=60)).eval()
+    low = Transformer(preset("tiny", vocab_size=60)).eval()
+    low.load_state_dict(model.state_dict())
+    low.to(torch.bfloat16)
+    src = torch.randint(4, 60, (2, 9))
+    src[1, 6:] = 0
+    tgt = torch.randint(4, 60, (2, 7))
+    trace = Trace()
+    with torch.no_grad():
+        expected = model(src, tgt)
+        fused = low(src, tgt)
+        traced = low(src, tgt, trace=trace)
+    assert fused.dtype == torch.bfloat16
+    scale = expected.abs().max().item()
+    # bfloat16 keeps 8 bits of mantissa: a few hundredths of the logits' range, not 1e-5.
+    torch.testing.assert_close(fused.float(), expected, rtol=0, atol=0.05 * scale)
+    torch.testing.assert_close(traced.float(), fused.float(), rtol=0, atol=0.05 * scale)
+    for name in trace.names():
+        if name.endswith(".weights"):
+            w = trace[name]
+            assert w.dtype == torch.float32, name
+            assert (w[~trace[name.replace(".weights", ".mask")].expand_as(w)] == 0).all(), name
+            assert torch.allclose(w.sum(-1)[0], torch.ones(w.shape[1:-1]), atol=2e-2), name
+
+
 def test_incremental_decoding_equals_full_recompute(tiny_model):
     torch.manual_seed(5)
     V = tiny_model.cfg.vocab_size

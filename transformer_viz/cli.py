@@ -11,10 +11,10 @@ from pathlib import Path
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parent.parent / "checkpoints" / "de-en"
 
 
-def _load(path):
+def _load(path, dtype: str = "float32"):
     from .checkpoint import load_checkpoint
 
-    return load_checkpoint(path)
+    return load_checkpoint(path, dtype=dtype)
 
 
 def _read_stdin() -> str:
@@ -39,7 +39,7 @@ def cmd_translate(args) -> int:
     from .evaluate import translate_texts
     from .tokenizer import InputError, encode_source
 
-    ckpt = _load(args.checkpoint)
+    ckpt = _load(args.checkpoint, args.dtype)
     if args.sentence:
         try:
             run = run_sentence(ckpt, " ".join(args.sentence), beam_size=args.beam, trace=False)
@@ -96,7 +96,7 @@ def cmd_trace(args) -> int:
     from .engine import run_sentence
     from .tokenizer import InputError
 
-    ckpt = _load(args.checkpoint)
+    ckpt = _load(args.checkpoint, args.dtype)
     try:
         run = run_sentence(ckpt, " ".join(args.sentence), beam_size=args.beam)
     except InputError as exc:
@@ -190,6 +190,7 @@ def _beam_width(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .checkpoint import DTYPES
     from .config import PRESETS
     from .data import DATA_DIR_ENV, SPLITS
 
@@ -201,6 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT), help="checkpoint directory")
     p.add_argument("--beam", type=_beam_width, default=1, help=f"beam width, 1 (greedy) to {MAX_BEAM}")
     p.add_argument("--progress", action="store_true", help="show a progress bar for standard input")
+    p.add_argument("--dtype", default="float32", choices=DTYPES,
+                   help="weights and arithmetic: float32, or bfloat16 (faster on CPUs with bfloat16 units)")
     p.add_argument("sentence", nargs="*", help="the sentence; omit it to read standard input")
     p.set_defaults(func=cmd_translate)
 
@@ -208,6 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT))
     p.add_argument("--beam", type=_beam_width, default=1, help=f"beam width, 1 (greedy) to {MAX_BEAM}")
     p.add_argument("--values", action="store_true", help="include every tensor's numbers")
+    p.add_argument("--dtype", default="float32", choices=DTYPES,
+                   help="weights and arithmetic: float32, or bfloat16 (faster on CPUs with bfloat16 units)")
     p.add_argument("sentence", nargs="+")
     p.set_defaults(func=cmd_trace)
 

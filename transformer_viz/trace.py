@@ -14,19 +14,29 @@ import torch
 
 
 class Trace:
-    """An ordered name -> tensor record of one forward pass (tensors detached, on the CPU)."""
+    """An ordered name -> tensor record of one forward pass (detached, on the CPU; floats read as float32)."""
 
     def __init__(self) -> None:
         self._tensors: "OrderedDict[str, torch.Tensor]" = OrderedDict()
 
     def record(self, name: str, tensor: torch.Tensor) -> None:
-        self._tensors[name] = tensor.detach().to("cpu", copy=True)
+        # A view may share memory with something that lives on after the call (the positional-encoding
+        # buffer, a key/value cache), so it is copied. Any other tensor is a fresh result that the model
+        # never writes to again: keeping it as it is saves a copy of every intermediate.
+        if tensor._is_view() or tensor.device.type != "cpu":
+            tensor = tensor.detach().to("cpu", copy=True)
+        self._tensors[name] = tensor.detach()
 
     def __getitem__(self, name: str) -> torch.Tensor:
         try:
-            return self._tensors[name]
+            tensor = self._tensors[name]
         except KeyError:
             raise KeyError(f"{name!r} was not recorded; see docs/trace_names.md for the names") from None
+        if tensor.is_floating_point() and tensor.dtype != torch.float32:
+            # A bfloat16 model's tensors are handed out as float32 (numpy and the plots need it), converted
+            # on first use rather than while recording, which would slow every traced forward pass.
+            tensor = self._tensors[name] = tensor.float()
+        return tensor
 
     def __contains__(self, name: object) -> bool:
         return name in self._tensors
@@ -41,7 +51,7 @@ class Trace:
         return list(self._tensors)
 
     def items(self):
-        return self._tensors.items()
+        return [(name, self[name]) for name in self._tensors]
 
     def shapes(self) -> dict[str, tuple[int, ...]]:
         return {name: tuple(t.shape) for name, t in self._tensors.items()}

@@ -7,13 +7,19 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import streamlit as st
-import torch
 
-from .checkpoint import CONFIG, TOKENIZER_DIR, WEIGHTS, Checkpoint, CheckpointError, load_checkpoint
-from .engine import SentenceRun, run_sentence
+from .checkpoint import (CONFIG, TOKENIZER_DIR, WEIGHTS, Checkpoint, CheckpointError, load_checkpoint, load_config,
+                         load_metadata)
+from .config import ModelConfig
 from .tokenizer import DEFAULT_MAX_CHARS, InputError
+
+# torch and the engine are imported on first use, not here: the sidebar and the top of a page need only
+# JSON, so on a cold start the browser draws them (and fetches its chart code) while torch is loading.
+if TYPE_CHECKING:
+    from .engine import SentenceRun
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CHECKPOINTS_ENV = "TRANSFORMER_VIZ_CHECKPOINTS"  # checkpoint roots set by the operator (os.pathsep-separated)
@@ -32,6 +38,8 @@ def configure_torch_threads() -> int:
     number of busy cores equal to the number of sessions running the model at that moment. Raise it
     only on a machine with more cores than simultaneous users (e.g. a demo laptop: 2-4).
     """
+    import torch
+
     raw = os.environ.get(TORCH_THREADS_ENV, "").strip()
     try:
         threads = max(1, int(raw)) if raw else 1
@@ -41,8 +49,6 @@ def configure_torch_threads() -> int:
         torch.set_num_threads(threads)  # process-wide; threads created later pick it up on their first op
     return threads
 
-
-TORCH_THREADS = configure_torch_threads()
 
 EXAMPLES = {
     "de": ["Ein Mann fährt mit dem Fahrrad durch die Stadt.",
@@ -104,7 +110,27 @@ def get_checkpoint(name: str) -> Checkpoint:
     available = list_checkpoints()
     if name not in available:
         raise CheckpointError(f"unknown checkpoint {name!r}")
-    return load_checkpoint(available[name])
+    configure_torch_threads()
+    checkpoint = load_checkpoint(available[name])
+    _LOADED.add(name)
+    return checkpoint
+
+
+_LOADED: set[str] = set()  # checkpoint names whose model this process has loaded at least once
+
+
+def model_loaded(name: str) -> bool:
+    """Whether the model is (very likely) in memory already: pages skip their "while it loads" previews."""
+    return name in _LOADED
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def checkpoint_info(name: str) -> tuple[ModelConfig, dict]:
+    """A checkpoint's config and metadata, read from its JSON files without loading the model (read-only)."""
+    available = list_checkpoints()
+    if name not in available:
+        raise CheckpointError(f"unknown checkpoint {name!r}")
+    return load_config(available[name]), load_metadata(available[name])
 
 
 # A trace of a typical sentence (~15 tokens, small model) is a few MB, dominated by logits and probs
@@ -118,6 +144,8 @@ def get_run(name: str, sentence: str, beam_size: int = 1, causal: bool = True) -
 
     Concurrent sessions call the shared model at the same time: that is safe because the model is
     in eval mode, never mutated, and every call brings its own Trace and decoding caches."""
+    from .engine import run_sentence
+
     return run_sentence(get_checkpoint(name), sentence, beam_size=beam_size, causal=causal)
 
 
@@ -155,12 +183,12 @@ def sidebar() -> Selection | None:
         name = st.selectbox("Model (direction)", names, key="checkpoint",
                             help="Trained checkpoints found in checkpoints/ (and any the operator configured).")
         try:
-            ckpt = get_checkpoint(name)
+            cfg, metadata = checkpoint_info(name)
         except CheckpointError as exc:
             st.error(f"This checkpoint cannot be loaded: {exc}")
             return None
-        src_lang = ckpt.metadata.get("src_lang", "de")
-        tgt_lang = ckpt.metadata.get("tgt_lang", "en")
+        src_lang = metadata.get("src_lang", "de")
+        tgt_lang = metadata.get("tgt_lang", "en")
         examples = EXAMPLES.get(src_lang, EXAMPLES["de"])
         if "sentence" not in state:
             from_url = st.query_params.get("s", examples[0])
@@ -178,7 +206,6 @@ def sidebar() -> Selection | None:
         if len(sentence) > MAX_INPUT_CHARS:  # max_chars is enforced by the browser only
             st.warning(f"The text was cut to its first {MAX_INPUT_CHARS} characters.")
             sentence = sentence[:MAX_INPUT_CHARS]
-        cfg = ckpt.config
         if "layer" not in state:
             state["layer"] = _query_int("layer", 0, cfg.N)
             state["head"] = _query_int("head", 0, cfg.h)
@@ -196,6 +223,9 @@ def current_run(sel: Selection, beam_size: int = 1, causal: bool = True) -> Sent
         run = get_run(sel.checkpoint, sel.sentence, beam_size, causal)
     except InputError as exc:
         st.warning(escape_markdown(str(exc)))
+        return None
+    except CheckpointError as exc:
+        st.error(f"This checkpoint cannot be loaded: {exc}")
         return None
     for note in run.messages:
         st.info(escape_markdown(note))

@@ -16,7 +16,7 @@ def _box(fig: go.Figure, x0: float, y0: float, x1: float, y1: float, colour: str
                              hovertext=[hover], hoverinfo="text", showlegend=False, textfont=dict(size=12)))
 
 
-def architecture_figure(N: int, d_model: int, h: int, d_ff: int, vocab_size: int, S: int, T: int) -> go.Figure:
+def architecture_figure(N: int, d_model: int, h: int, d_ff: int, vocab_size: int, S: int | str, T: int | str) -> go.Figure:
     """Encoder (left) and decoder (right), bottom to top, each block labelled with its output shape."""
     fig = go.Figure()
     d_k = d_model // h
