@@ -20,5 +20,6 @@ PAGES = [
 ]
 
 page = st.navigation(PAGES)
-st.session_state["_selection"] = webapp.sidebar()
-page.run()
+with webapp.logged_run(page.title):  # a no-op unless TRANSFORMER_VIZ_RUN_LOG names a file
+    st.session_state["_selection"] = webapp.sidebar()
+    page.run()

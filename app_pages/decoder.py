@@ -101,8 +101,7 @@ webapp.chart(fig, {"position": tgt_labels, "zero fraction": fraction}, "decoder-
 
 # --- output distribution -------------------------------------------------------------------------
 st.header("5 · Output distribution")
-if st.session_state.get("decoder_position", 0) >= T:  # kept from a longer sentence
-    st.session_state["decoder_position"] = 0
+webapp.reset_stale_index("decoder_position", T)  # kept from another sentence
 position = st.selectbox("Target position", list(range(T)), key="decoder_position",
                         format_func=lambda t: f"{t} {run.tgt_tokens[t]} → predicts the next token")  # plain text
 probs = trace["probs"][0, position].numpy()  # (V,)

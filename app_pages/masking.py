@@ -141,8 +141,7 @@ B, S_max = trace["src.token_ids"].shape
 T_max = trace["tgt.token_ids"].shape[1]
 st.latex(r"\text{sources } (B, S_{max}) = (%d, %d),\quad \text{targets } (B, T_{max}) = (%d, %d)"
          % (B, S_max, B, T_max))
-if st.session_state.get("masking_row", 0) >= B:  # kept from a larger batch
-    st.session_state["masking_row"] = 0
+webapp.reset_stale_index("masking_row", B)  # the batch or its lengths may have changed
 row = st.selectbox("Batch row", list(range(B)), key="masking_row",
                    format_func=lambda b: f"row {b}: {len(src_tokens[b])} source tokens + "
                                          f"{S_max - len(src_tokens[b])} <pad>, {len(tgt_tokens[b])} target tokens + "

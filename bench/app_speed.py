@@ -1,4 +1,4 @@
-"""How fast is the app? Three measurements, printed as a table:
+"""How fast is the app? Four measurements, printed as tables:
 
 (a) rerun    server-side rerun time of every page (streamlit.testing.v1.AppTest, in this process) for a
              sentence of ~20 source tokens, with the model and the sentence's run already cached:
@@ -8,6 +8,9 @@
              headless Chromium. Target: <= 10 s.
 (c) memory   resident memory (VmRSS, the server process and its children) after every page has been
              visited in the browser. Target: <= 1 GiB.
+(d) cpu      CPU seconds (/proc/<pid>/stat) that one session costs the server and the browser, for
+             opening each page and for each new sentence typed on it: the numbers behind how many
+             students a machine holds.
 
     .venv/bin/python bench/app_speed.py                       # checkpoints/ of the project
     .venv/bin/python bench/app_speed.py --checkpoints DIR --reruns 10 --skip-browser
@@ -271,7 +274,70 @@ def wait_for_run(page, after: int, timeout_s: float) -> None:
     page.wait_for_function(RUN_DONE_JS, arg=after, polling=50, timeout=timeout_s * 1000)
 
 
-def measure_browser(checkpoints: Path, timeout_s: float) -> dict:
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time of these processes and their descendants, from /proc/<pid>/stat."""
+    total, todo, seen = 0, list(pids), set()
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime in clock ticks
+        except OSError:
+            continue
+        todo.extend(_children(p))
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def chromium_pids() -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if b"chromium" in (entry / "cmdline").read_bytes().split(b"\0")[0]:
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+def measure_cpu(browser, url: str, server_pid: int, commits: int, timeout_s: float) -> dict:
+    """(d) CPU seconds that opening each page, and then typing a new sentence on it, cost the server and the
+    browser, one session at a time: what a lecture hall multiplies by its number of students."""
+    out = {}
+    for k, info in enumerate(app_pages()):
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.add_init_script(COUNT_RUNS_JS)
+        page = context.new_page()
+        page.set_default_timeout(timeout_s * 1000)
+        b0, s0 = cpu_seconds(chromium_pids()), cpu_seconds([server_pid])
+        page.goto(f"{url}/{'' if info['default'] else info['url_path']}")
+        wait_for_run(page, 0, timeout_s)
+        b1, s1 = cpu_seconds(chromium_pids()), cpu_seconds([server_pid])
+        area = page.get_by_label(re.compile(r"^Sentence")).first
+        lang = sentence_language(area.get_attribute("aria-label") or "")
+        walls, browser_s, server_s = [], [], []
+        for n in range(commits):
+            words = [WORDS[lang][(7 * n + 3 * k + i) % len(WORDS[lang])] for i in range(10)]
+            before, t = page.evaluate("window.__stRuns"), time.perf_counter()
+            c0, d0 = cpu_seconds(chromium_pids()), cpu_seconds([server_pid])
+            area.fill(f"{' '.join(words).capitalize()} {k}{n} .")  # new to the run cache: a real model run
+            area.press("Control+Enter")
+            wait_for_run(page, before, timeout_s)
+            walls.append(time.perf_counter() - t)
+            browser_s.append(cpu_seconds(chromium_pids()) - c0)
+            server_s.append(cpu_seconds([server_pid]) - d0)
+        out[info["title"]] = {"open_browser_cpu_s": b1 - b0, "open_server_cpu_s": s1 - s0,
+                              "commit_wall_s": statistics.median(walls),
+                              "commit_browser_cpu_s": statistics.median(browser_s),
+                              "commit_server_cpu_s": statistics.median(server_s)}
+        context.close()
+    return out
+
+
+def measure_browser(checkpoints: Path, timeout_s: float, commits: int = 0) -> dict:
     from playwright.sync_api import sync_playwright
 
     out = {}
@@ -302,6 +368,8 @@ def measure_browser(checkpoints: Path, timeout_s: float) -> dict:
                     errors[info["title"]] = problems
             out["rss_after_all_pages_mib"] = rss_bytes(proc.pid) / 2**20
             out["page_errors"] = errors
+            if commits:
+                out["cpu"] = measure_cpu(browser, url, proc.pid, commits, timeout_s)
         finally:
             stop_server(proc)
             browser.close()
@@ -318,6 +386,8 @@ def main() -> None:
     parser.add_argument("--reruns", type=int, default=20, help="timed reruns per page")
     parser.add_argument("--timeout", type=float, default=120, help="bound on every wait in seconds")
     parser.add_argument("--skip-browser", action="store_true", help="only (a): no Chromium")
+    parser.add_argument("--commits", type=int, default=3,
+                        help="(d): new sentences typed per page while measuring CPU time (0 skips (d))")
     parser.add_argument("--json", type=Path, help="also write the results as JSON to this file")
     args = parser.parse_args()
     checkpoints = args.checkpoints.resolve()
@@ -339,7 +409,7 @@ def main() -> None:
         if not Path(CHROMIUM).exists():
             print(f"(b), (c) skipped: {CHROMIUM} is missing")
         else:
-            b = measure_browser(checkpoints, args.timeout)
+            b = measure_browser(checkpoints, args.timeout, args.commits)
             result["browser"] = b
             ok = "yes" if b["cold_start_s"] <= TARGETS["cold_start_s"] else "NO"
             print(f"(b) cold start to the first page with its {b['first_page_charts']} chart(s): "
@@ -350,6 +420,13 @@ def main() -> None:
                   f"{b['rss_after_first_page_mib']:.0f} MiB; target <= {TARGETS['rss_mib']} MiB) {ok}")
             if b["page_errors"]:
                 print(f"    errors shown on pages: {json.dumps(b['page_errors'], ensure_ascii=False)}")
+            if "cpu" in b:
+                print(f"(d) CPU seconds per session, one at a time (median of {args.commits} new sentences per page)")
+                print(f"    {'page':<28} {'open: browser':>14} {'server':>7} {'new sentence: wall':>19} "
+                      f"{'browser':>8} {'server':>7}")
+                for title, c in b["cpu"].items():
+                    print(f"    {title:<28} {c['open_browser_cpu_s']:>14.1f} {c['open_server_cpu_s']:>7.1f} "
+                          f"{c['commit_wall_s']:>19.2f} {c['commit_browser_cpu_s']:>8.2f} {c['commit_server_cpu_s']:>7.2f}")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2, ensure_ascii=False))
 

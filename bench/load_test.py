@@ -22,9 +22,11 @@ import argparse
 import asyncio
 import json
 import math
+import os
 import random
 import re
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -34,6 +36,7 @@ from app_speed import (CHROMIUM, CHROMIUM_ARGS, COUNT_RUNS_JS, PAGE_ERRORS_JS, R
                        stop_server)
 
 MIB = 2**20
+RUN_LOG_ENV = "TRANSFORMER_VIZ_RUN_LOG"  # read by the app (transformer_viz.webapp.logged_run)
 
 
 def chosen_pages(spec: str | None) -> list[dict]:
@@ -95,7 +98,8 @@ class Session:
         return await self.page.evaluate("window.__stRuns")
 
     async def wait(self, after: int) -> None:
-        await self.page.wait_for_function(RUN_DONE_JS, arg=after, polling=50, timeout=self.timeout_s * 1000)
+        # Every 100 ms: with tens of sessions in one browser, faster polling itself costs noticeable CPU.
+        await self.page.wait_for_function(RUN_DONE_JS, arg=after, polling=100, timeout=self.timeout_s * 1000)
 
     async def commit(self, text: str) -> list[str]:
         """Type and commit a sentence; wait for the run and the charts. Returns the errors shown on the page."""
@@ -128,26 +132,33 @@ async def sample_memory(pid: int, samples: list, stop: asyncio.Event, every_s: f
             pass
 
 
-async def user(k: int, browser, url: str, args, pages: list[dict], deadline: float, stats: dict) -> None:
-    """One simulated user: stays on one page (spread over all), types a new sentence every --interval s."""
+async def user(k: int, browser, url: str, args, pages: list[dict], stats: dict, opened: asyncio.Queue,
+               window: dict, go: asyncio.Event) -> None:
+    """One simulated user: opens one page (spread over all), then types a new sentence every --interval s."""
     rng = random.Random(k)
     info = pages[k % len(pages)]
     await asyncio.sleep(args.ramp * k / max(1, args.sessions))  # users arrive spread over --ramp seconds
     session = Session(browser, url, args.timeout)
     path = "" if info["default"] else info["url_path"]
-    while True:
-        try:
-            t = time.perf_counter()
-            await session.open(path)
-            stats["open_latencies"].append(time.perf_counter() - t)
-            break
-        except Exception as exc:  # noqa: BLE001 - a failure to open is a recorded error, then a retry
-            stats["errors"].append({"session": k, "page": info["title"], "error": f"open: {type(exc).__name__}: {exc}"[:300]})
-            await session.close()
-            if time.perf_counter() >= deadline:
-                return
+    try:
+        for attempt in range(3):
+            try:
+                t = time.perf_counter()
+                await session.open(path)
+                stats["open_latencies"].append(time.perf_counter() - t)
+                break
+            except Exception as exc:  # noqa: BLE001 - a failure to open is a recorded error, then a retry
+                stats["errors"].append({"session": k, "page": info["title"],
+                                        "error": f"open: {type(exc).__name__}: {exc}"[:300]})
+                await session.close()
+                session = Session(browser, url, args.timeout)
+        else:
+            return
+    finally:
+        await opened.put(k)
+    await go.wait()  # the measured window starts once every session has its page open
     n = 0
-    while time.perf_counter() < deadline:
+    while time.perf_counter() < window["end"]:
         n += 1
         t = time.perf_counter()
         try:
@@ -164,11 +175,26 @@ async def user(k: int, browser, url: str, args, pages: list[dict], deadline: flo
                 break
         stats["interactions"] += 1
         pause = args.interval * rng.uniform(0.7, 1.3)
-        await asyncio.sleep(max(0.0, min(pause, deadline - time.perf_counter())))
+        await asyncio.sleep(max(0.0, min(pause, window["end"] - time.perf_counter())))
     await session.close()
 
 
-async def load(args, url: str, pid: int) -> dict:
+def server_runs(run_log: Path | None, start: float, end: float) -> dict | None:
+    """Summary of the server's own run times (TRANSFORMER_VIZ_RUN_LOG) within the measured window."""
+    if run_log is None or not run_log.exists():
+        return None
+    runs = [json.loads(line) for line in run_log.read_text(encoding="utf-8").splitlines() if line.strip()]
+    runs = [r for r in runs if start <= r["time"] <= end]
+    seconds = [r["seconds"] for r in runs]
+    outcomes: dict[str, int] = {}
+    for r in runs:
+        outcomes[r["outcome"]] = outcomes.get(r["outcome"], 0) + 1
+    return {"runs": len(runs), "outcomes": outcomes, "p50_s": percentile(seconds, 50),
+            "p95_s": percentile(seconds, 95), "max_s": max(seconds, default=None),
+            "busy_fraction": round(sum(seconds) / max(1e-9, end - start), 3)}
+
+
+async def load(args, url: str, pid: int, run_log: Path | None = None) -> dict:
     from playwright.async_api import async_playwright
 
     pages = chosen_pages(args.pages)
@@ -187,11 +213,19 @@ async def load(args, url: str, pid: int) -> dict:
             return {"mode": "load", "url": url, "error": f"warm-up failed: {type(exc).__name__}: {exc}"[:500]}
         await warm.close()
         log(f"warm-up (model loaded, first page drawn) took {time.perf_counter() - t_warm:.1f} s")
-        t0 = time.perf_counter()
-        deadline = t0 + args.minutes * 60
-        sampler = asyncio.create_task(sample_memory(pid, samples, stop, args.sample_every, t0))
-        users = [asyncio.create_task(user(k, browser, url, args, pages, deadline, stats)) for k in range(args.sessions)]
-        log(f"{args.sessions} sessions for {args.minutes} min against {url}")
+        t_open = time.perf_counter()
+        sampler = asyncio.create_task(sample_memory(pid, samples, stop, args.sample_every, t_open))
+        opened: asyncio.Queue = asyncio.Queue()
+        go, window = asyncio.Event(), {"end": math.inf}
+        users = [asyncio.create_task(user(k, browser, url, args, pages, stats, opened, window, go))
+                 for k in range(args.sessions)]
+        log(f"{args.sessions} sessions arriving over {args.ramp:.0f} s against {url}")
+        for _ in range(args.sessions):
+            await opened.get()
+        t0, wall0 = time.perf_counter(), time.time()
+        window["end"] = t0 + args.minutes * 60
+        go.set()
+        log(f"all sessions have their page after {t0 - t_open:.1f} s; measuring for {args.minutes} min")
         # Hard bound: every wait inside is bounded too, this only guards against the unforeseen.
         done, pending = await asyncio.wait(users, timeout=args.minutes * 60 + 2 * args.timeout + 30)
         for task in pending:
@@ -202,17 +236,18 @@ async def load(args, url: str, pid: int) -> dict:
                 stats["errors"].append({"error": f"session crashed: {task.exception()!r}"[:300]})
         stop.set()
         await sampler
-        elapsed = time.perf_counter() - t0
+        elapsed, wall1 = time.perf_counter() - t0, time.time()
         await browser.close()
     lat = stats["latencies"]
     rss = [m for _, m in samples]
     return {
         "mode": "load", "url": url, "sessions": args.sessions, "minutes": args.minutes, "interval_s": args.interval,
-        "warmup_s": round(t0 - t_warm, 1),
+        "warmup_s": round(t_open - t_warm, 1), "arrival_s": round(t0 - t_open, 1),
         "elapsed_s": round(elapsed, 1), "interactions": stats["interactions"], "completed": len(lat),
         "errors": len(stats["errors"]), "error_samples": stats["errors"][:10],
         "latency_s": {"p50": percentile(lat, 50), "p95": percentile(lat, 95), "max": max(lat, default=None),
                       "mean": sum(lat) / len(lat) if lat else None},
+        "server_runs_in_window": server_runs(run_log, wall0, wall1),
         "open_s": {"p50": percentile(stats["open_latencies"], 50), "p95": percentile(stats["open_latencies"], 95),
                    "max": max(stats["open_latencies"], default=None)},
         "latency_p50_by_page_s": {k: percentile(v, 50) for k, v in stats["by_page"].items()},
@@ -284,7 +319,7 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=20, help="concurrent browser sessions (load mode)")
     parser.add_argument("--minutes", type=float, default=5, help="duration of the load (load mode)")
     parser.add_argument("--interval", type=float, default=3, help="seconds between a session's sentences (±30 %%)")
-    parser.add_argument("--ramp", type=float, default=10, help="seconds over which the sessions arrive")
+    parser.add_argument("--ramp", type=float, default=60, help="seconds over which the sessions arrive (not measured)")
     parser.add_argument("--reruns", type=int, help="soak mode: this many sequential reruns after warm-up")
     parser.add_argument("--soak-sentences", type=int, default=7, help="sentences cycled in soak mode")
     parser.add_argument("--pages", help="only these pages, by url_path, comma-separated (default: all)")
@@ -299,8 +334,11 @@ def main() -> None:
     if not Path(CHROMIUM).exists():
         raise SystemExit(f"{CHROMIUM} is missing: apt-get install chromium")
 
-    proc = None
+    proc, run_log = None, None
     if args.start_server:
+        # The server appends the duration of each of its runs here: its share of every latency.
+        run_log = Path(tempfile.mkdtemp(prefix="transformer-viz-load-")) / "runs.jsonl"
+        os.environ[RUN_LOG_ENV] = str(run_log)
         proc, url, ready = start_server(args.checkpoints.resolve(), args.port, timeout_s=args.timeout)
         pid = proc.pid
         log(f"server up at {url} after {ready:.1f} s")
@@ -312,7 +350,7 @@ def main() -> None:
             raise SystemExit(f"nothing listens on 127.0.0.1:{port} (or it is not visible in /proc); "
                              "use --start-server")
     try:
-        summary = asyncio.run(soak(args, url, pid) if args.reruns else load(args, url, pid))
+        summary = asyncio.run(soak(args, url, pid) if args.reruns else load(args, url, pid, run_log))
     finally:
         if proc is not None:
             stop_server(proc)

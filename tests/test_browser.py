@@ -246,6 +246,15 @@ def toggle_causal_mask(pg) -> None:
     assert_page_healthy(pg, "Masking lab")
 
 
+def type_a_longer_sentence_on_the_masking_lab(pg) -> None:
+    """The batch-row choice names token counts; a new sentence changes them. The browser then sends back
+    a label that is no longer an option, and the page must not fail on it (20 sessions at once found that)."""
+    assert pg.get_by_role("combobox", name="Batch row").count() == 1, "the Masking lab has no 'Batch row' choice"
+    commit_sentence(pg, "Ein Mann und eine Frau gehen mit zwei kleinen Hunden durch den großen Park am See."
+                    if use_real_checkpoints() else "ein mann spielt mit einem hund und einer katze im park .")
+    assert_page_healthy(pg, "Masking lab (after a longer sentence)")
+
+
 def test_every_page_renders_without_errors(page, tmp_path):
     pages = app_pages()
     assert len(pages) >= 2
@@ -262,6 +271,7 @@ def test_every_page_renders_without_errors(page, tmp_path):
             save_screenshot(page, ROOT / "docs" / "screenshots" / f"{url_path}.png", whole_page=True)
         if "mask" in title.lower():
             toggle_causal_mask(page)
+            type_a_longer_sentence_on_the_masking_lab(page)
     assert page.dialogs == []
     assert sum(charts.values()) > 0, f"no page drew a plotly chart: {charts}"
 

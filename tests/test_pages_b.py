@@ -189,6 +189,24 @@ def test_masking_lab(app):
     assert spec(at, "masking-weights-causal")["data"] != before
 
 
+def test_a_stale_label_as_choice_goes_back_to_0():
+    # After a new sentence the browser sends back the old label of a choice; when that label (it names
+    # tokens and lengths) is no longer an option, Streamlit returns the label itself, a str, where the
+    # page expects an index. A browser run of 20 sessions found this on the Masking lab.
+    def script():
+        import streamlit as st
+
+        from transformer_viz import webapp
+
+        for key, value in (("a", "row 2: 9 source tokens + 0 <pad>"), ("b", 5), ("c", -1), ("d", 1)):
+            st.session_state.setdefault(key, value)
+            webapp.reset_stale_index(key, 3)
+            st.write(f"{key}={st.session_state[key]!r}")
+
+    at = AppTest.from_function(script).run()
+    assert [m.value for m in at.markdown] == ["a=0", "b=0", "c=0", "d=1"]
+
+
 def step_text(at: AppTest) -> str:
     return next(m.value for m in at.markdown if m.value.startswith("**Step "))
 

@@ -4,7 +4,11 @@ the URL mirror of the state, and safe display of user text. The engine and the p
 
 from __future__ import annotations
 
+import json
 import os
+import threading
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +28,7 @@ if TYPE_CHECKING:
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CHECKPOINTS_ENV = "TRANSFORMER_VIZ_CHECKPOINTS"  # checkpoint roots set by the operator (os.pathsep-separated)
 TORCH_THREADS_ENV = "TRANSFORMER_VIZ_TORCH_THREADS"  # intra-op threads per model call (default 1)
+RUN_LOG_ENV = "TRANSFORMER_VIZ_RUN_LOG"  # a file to append one JSON line per script run to (off when unset)
 MAX_INPUT_CHARS = DEFAULT_MAX_CHARS
 
 
@@ -240,6 +245,18 @@ def require_selection() -> Selection:
     return sel
 
 
+def reset_stale_index(key: str, n: int) -> None:
+    """Call before a keyed selectbox over range(n) whose labels describe the data (tokens, lengths).
+
+    After a new sentence the kept choice may be out of range, and, when its old label is no longer
+    among the options, Streamlit hands back that label (a str) instead of an index. Either way the
+    choice goes back to 0 rather than failing.
+    """
+    value = st.session_state.get(key, 0)
+    if not isinstance(value, int) or not 0 <= value < n:
+        st.session_state[key] = 0
+
+
 def escape_markdown(text: str) -> str:
     """Backslash-escape Markdown syntax, so text shown through st.info/st.markdown stays literal."""
     out = []
@@ -269,3 +286,30 @@ def chart(fig, data, name: str, caption: str | None = None) -> None:
                        mime="text/csv", key=f"csv-{name}")
     if caption:
         st.caption(caption)
+
+
+_RUN_LOG_LOCK = threading.Lock()
+
+
+@contextmanager
+def logged_run(page_title: str):
+    """Time one script run (sidebar and page) and append it to the file named by TRANSFORMER_VIZ_RUN_LOG.
+
+    The server's own share of a rerun, apart from the browser's drawing: what an operator (and
+    bench/load_test.py) reads to see whether the server keeps up. Nothing is written when it is unset.
+    """
+    path = os.environ.get(RUN_LOG_ENV)
+    if not path:
+        yield
+        return
+    start, outcome = time.perf_counter(), "ok"
+    try:
+        yield
+    except BaseException as exc:  # st.stop() and reruns end a run by raising; they are not failures
+        outcome = type(exc).__name__
+        raise
+    finally:
+        record = {"time": round(time.time(), 3), "page": page_title, "outcome": outcome,
+                  "seconds": round(time.perf_counter() - start, 4)}
+        with _RUN_LOG_LOCK, open(path, "a", encoding="utf-8") as log:
+            log.write(json.dumps(record) + "\n")
