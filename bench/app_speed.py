@@ -156,21 +156,27 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
-def rss_bytes(pid: int) -> int:
-    """VmRSS of the process and all its descendants (0 for a process that is gone)."""
-    total, todo, seen = 0, [pid], set()
+def process_tree(pids: list[int]) -> list[int]:
+    """These processes and all their descendants, each once."""
+    todo, seen = list(pids), []
     while todo:
         p = todo.pop()
-        if p in seen:
-            continue
-        seen.add(p)
+        if p not in seen:
+            seen.append(p)
+            todo.extend(_children(p))
+    return seen
+
+
+def rss_bytes(pid: int) -> int:
+    """VmRSS of the process and all its descendants (0 for a process that is gone)."""
+    total = 0
+    for p in process_tree([pid]):
         try:
             for line in Path(f"/proc/{p}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
                     total += int(line.split()[1]) * 1024
         except OSError:
             continue
-        todo.extend(_children(p))
     return total
 
 
@@ -276,19 +282,14 @@ def wait_for_run(page, after: int, timeout_s: float) -> None:
 
 def cpu_seconds(pids: list[int]) -> float:
     """User + system CPU time of these processes and their descendants, from /proc/<pid>/stat."""
-    total, todo, seen = 0, list(pids), set()
-    while todo:
-        p = todo.pop()
-        if p in seen:
-            continue
-        seen.add(p)
+    ticks = 0
+    for p in process_tree(pids):
         try:
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime in clock ticks
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
         except OSError:
             continue
-        todo.extend(_children(p))
-    return total / os.sysconf("SC_CLK_TCK")
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def chromium_pids() -> list[int]:

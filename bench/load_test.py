@@ -274,33 +274,45 @@ async def soak(args, url: str, pid: int) -> dict:
         await session.open()
         sentences = [new_sentence(rng, session.lang, f"s{i}") for i in range(k)]
 
+        counted = {"before_reloads": 0}  # the browser's run counter starts again with every reload
+
+        async def runs() -> int:
+            return counted["before_reloads"] + await session.runs()
+
         async def step(i: int) -> None:
-            for problems in (await session.open_page(pages[i % len(pages)]["title"]),
-                             await session.commit(sentences[i % k])):
-                if problems:
-                    errors.append({"step": i, "error": problems[0]})
+            title = pages[i % len(pages)]["title"]
+            try:
+                for problems in (await session.open_page(title), await session.commit(sentences[i % k])):
+                    if problems:
+                        errors.append({"step": i, "page": title, "error": problems[0]})
+            except Exception as exc:  # noqa: BLE001 - recorded; then reload, as a user would, and go on
+                errors.append({"step": i, "page": title, "error": f"{type(exc).__name__}: {exc}"[:300]})
+                log(f"soak: step {i} ({title}) failed: {type(exc).__name__}; reloading")
+                counted["before_reloads"] = await runs()
+                await session.goto("")
 
         warm_steps = len(pages) * k
         log(f"soak: warm-up of {warm_steps} steps ({len(pages)} pages x {k} sentences)")
         t0 = time.perf_counter()
         for i in range(warm_steps):
             await step(i)
-        warm_runs = await session.runs()
+        warm_runs = await runs()
         base = rss_bytes(pid) / MIB
         samples.append((0, round(base, 1)))
         log(f"soak: warm after {warm_runs} reruns, RSS {base:.0f} MiB; now {args.reruns} reruns")
         i, t1 = warm_steps, time.perf_counter()
         next_sample = 50
-        while await session.runs() - warm_runs < args.reruns:
+        while await runs() - warm_runs < args.reruns:
             await step(i)
             i += 1
-            done = await session.runs() - warm_runs
+            done = await runs() - warm_runs
             if done >= next_sample:
                 samples.append((done, round(rss_bytes(pid) / MIB, 1)))
+                log(f"soak: {done} reruns, RSS {samples[-1][1]:.0f} MiB")
                 next_sample += 50
         end = rss_bytes(pid) / MIB
-        if samples[-1][0] != await session.runs() - warm_runs:
-            samples.append((await session.runs() - warm_runs, round(end, 1)))
+        if samples[-1][0] != await runs() - warm_runs:
+            samples.append((await runs() - warm_runs, round(end, 1)))
         measured_s = time.perf_counter() - t1
         await session.close()
         await browser.close()
@@ -339,9 +351,10 @@ def main() -> None:
         # The server appends the duration of each of its runs here: its share of every latency.
         run_log = Path(tempfile.mkdtemp(prefix="transformer-viz-load-")) / "runs.jsonl"
         os.environ[RUN_LOG_ENV] = str(run_log)
-        proc, url, ready = start_server(args.checkpoints.resolve(), args.port, timeout_s=args.timeout)
+        proc, url, ready = start_server(args.checkpoints.resolve(), args.port, log_path=run_log.parent / "server.log",
+                                        timeout_s=args.timeout)
         pid = proc.pid
-        log(f"server up at {url} after {ready:.1f} s")
+        log(f"server up at {url} after {ready:.1f} s; its output and run log are in {run_log.parent}")
     else:
         port = args.port or 8501
         url = f"http://127.0.0.1:{port}"
