@@ -23,7 +23,8 @@ if not webapp.model_loaded(sel.checkpoint):
                                                  vocab_size=cfg.vocab_size, S="S", T="T"),
                              width="stretch", key="architecture-symbolic")
 run = webapp.current_run(sel)
-if run is None:
+if run is None:  # the input was refused (the message is shown): no figure, whether the model was loaded or not
+    figure_slot.empty()
     st.stop()
 
 with source_col:
