@@ -15,10 +15,6 @@ def attention_figure(factory: str, *args, **kwargs):
     return getattr(plots, factory)(*args, **kwargs)
 
 
-def row_names(tokens: list[str]) -> list[str]:
-    return [f"{i} {t}" for i, t in enumerate(tokens)]
-
-
 def latex_number(x: float) -> str:
     if x == 0:
         return "0"
@@ -28,7 +24,7 @@ def latex_number(x: float) -> str:
 
 def frame(values, rows: list[str], cols: list[str] | None = None) -> pd.DataFrame:
     # CSV gets the plain tokens; −∞ is written as -inf.
-    return pd.DataFrame(np.asarray(values), index=row_names(rows), columns=row_names(cols) if cols else None)
+    return pd.DataFrame(np.asarray(values), index=webapp.row_names(rows), columns=webapp.row_names(cols) if cols else None)
 
 
 sel = webapp.require_selection()
@@ -145,7 +141,7 @@ key_tokens = k_tokens[:n_keys]
 webapp.chart(attention_figure("lookup_figure", lookup_weights, key_tokens),
              pd.DataFrame({**{f"score: {n}": s for n, s in lookup.items()},
                            **{f"weight: {n}": w for n, w in lookup_weights.items()}},
-                          index=row_names(key_tokens)), "attention-lookup")
+                          index=webapp.row_names(key_tokens)), "attention-lookup")
 peaks = {name: float(w.max()) for name, w in lookup_weights.items()}
 st.markdown("Largest weight: " + ", ".join(f"{name} {p:.2f}" for name, p in peaks.items())
             + ". Without the 1/√d_k the scores are larger, so the softmax is sharper (closer to a hard lookup) "

@@ -34,10 +34,6 @@ def reversed_inputs(checkpoint: str, text: str) -> tuple[str, list[str], np.ndar
             other.trace["src.input"][0].numpy())
 
 
-def row_names(tokens: list[str]) -> list[str]:
-    return [f"{i} {t}" for i, t in enumerate(tokens)]
-
-
 sel = webapp.require_selection()
 st.title("Positional encoding")
 st.markdown(
@@ -112,7 +108,7 @@ webapp.chart(positional_figure("embedding_plus_pe_figure", embedding, positional
              pd.concat({"embedding": pd.DataFrame(embedding), "positional": pd.DataFrame(positional),
                         "input": pd.DataFrame(total)}), "positional-sum")
 webapp.chart(positional_figure("norms_figure", embedding, positional, total, run.src_tokens),
-             pd.DataFrame({"token": row_names(run.src_tokens),
+             pd.DataFrame({"token": webapp.row_names(run.src_tokens),
                            "embedding": np.linalg.norm(embedding, axis=-1),
                            "positional": np.linalg.norm(positional, axis=-1),
                            "input": np.linalg.norm(total, axis=-1)}), "positional-norms")
@@ -159,4 +155,4 @@ if moved:
                 table["‖Δ input‖"][worst]))
 st.dataframe(table, hide_index=True)
 webapp.chart(positional_figure("order_difference_heatmap", difference, run.src_tokens, matches),
-             pd.DataFrame(difference, index=row_names(run.src_tokens)), "positional-order")
+             pd.DataFrame(difference, index=webapp.row_names(run.src_tokens)), "positional-order")

@@ -27,10 +27,6 @@ def nearest(checkpoint: str, ids: tuple[int, ...], k: int) -> tuple[np.ndarray, 
     return top, sims, names
 
 
-def row_names(tokens: list[str]) -> list[str]:
-    return [f"{i} {t}" for i, t in enumerate(tokens)]
-
-
 sel = webapp.require_selection()
 st.title("Tokens & embeddings")
 st.markdown(
@@ -78,7 +74,7 @@ st.header("3. The embedding rows of this sentence")
 st.markdown(f"Each row is one token's vector: its ID selects row E[id] of the {V} × {d_model} matrix "
             "(tied: the same matrix embeds the target and projects to the output vocabulary).")
 fig = tokens_figure("embedding_heatmap", embedding, tokens, "src.embedding = E[id]·√d_model  (S × d_model)")
-webapp.chart(fig, pd.DataFrame(embedding, index=row_names(tokens)), "tokens-embedding")
+webapp.chart(fig, pd.DataFrame(embedding, index=webapp.row_names(tokens)), "tokens-embedding")
 
 # --- 4. the √d_model scaling --------------------------------------------------------------------
 st.header("4. The ×√d_model scaling")
@@ -101,7 +97,7 @@ st.latex(r"\cos(x_i, x_j) = \frac{x_i \cdot x_j}{\lVert x_i \rVert\, \lVert x_j 
          r"\quad\text{(the factor }\sqrt{d_{model}}\text{ cancels)}")
 similarity = plots.cosine_similarity_matrix(embedding)
 webapp.chart(tokens_figure("cosine_heatmap", similarity, tokens, "Cosine similarity of the embedding rows"),
-             pd.DataFrame(similarity, index=row_names(tokens), columns=row_names(tokens)), "tokens-cosine")
+             pd.DataFrame(similarity, index=webapp.row_names(tokens), columns=webapp.row_names(tokens)), "tokens-cosine")
 
 # --- 6. nearest neighbours in the vocabulary ------------------------------------------------------
 st.header("6. Nearest neighbours in the vocabulary")
@@ -110,7 +106,7 @@ st.markdown(f"For each token, the rows of E (all {V} of them) with the highest c
 k = st.slider("Neighbours per token", min_value=2, max_value=min(10, V), value=min(5, V))
 top, sims, names = nearest(sel.checkpoint, tuple(ids), k)
 webapp.chart(tokens_figure("neighbours_figure", tokens, names, sims),
-             pd.DataFrame({"token": [t for t in row_names(tokens) for _ in range(k)],
+             pd.DataFrame({"token": [t for t in webapp.row_names(tokens) for _ in range(k)],
                            "rank": list(range(k)) * S,
                            "neighbour": [n for row in names for n in row],
                            "neighbour ID": top.reshape(-1), "cosine": sims.reshape(-1)}), "tokens-neighbours")

@@ -31,9 +31,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from app_speed import (CHROMIUM, CHROMIUM_ARGS, COUNT_RUNS_JS, PAGE_ERRORS_JS, ROOT, RUN_DONE_JS, WORDS,  # noqa: E402
-                       app_pages, nav_link, pid_listening_on, rss_bytes, sentence_language, start_server,
-                       stop_server)
+from app_in_browser import (CHROMIUM, CHROMIUM_ARGS, COUNT_RUNS_JS, PAGE_ERRORS_JS, ROOT, RUN_DONE_JS,  # noqa: E402
+                            app_pages, start_server, stop_server)
+from app_speed import WORDS, nav_link, pid_listening_on, rss_bytes, sentence_language  # noqa: E402
 
 MIB = 2**20
 RUN_LOG_ENV = "TRANSFORMER_VIZ_RUN_LOG"  # read by the app (transformer_viz.webapp.logged_run)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 import torch
@@ -12,8 +13,15 @@ from transformer_viz.config import preset
 from transformer_viz.model import Transformer
 from transformer_viz.tokenizer import train_tokenizer
 
-# The tensors here are tiny: one thread avoids thread start-up and contention costs on a 2-core machine.
+# The tensors here are tiny: one thread avoids thread start-up and contention costs on a 2-core machine,
+# and it is how the app runs the model (webapp sets one thread per call).
 torch.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread():
+    """Every test module starts with one torch thread again, whatever a test before it set."""
+    torch.set_num_threads(1)
 
 GERMAN = ["ein", "mann", "eine", "frau", "hund", "läuft", "spielt", "im", "park", "auf", "der", "straße",
           "zwei", "kinder", "sitzen", "am", "strand", "mit", "einem", "ball", "rot", "blau"]
@@ -55,3 +63,19 @@ def checkpoint_dir(tmp_path_factory, tiny_model, tokenizer):
 @pytest.fixture(scope="session")
 def tiny_checkpoint(checkpoint_dir):
     return load_checkpoint(checkpoint_dir)
+
+
+@pytest.fixture()
+def make_app(checkpoint_dir, monkeypatch):
+    """A factory: make_app(sentence) -> the app's AppTest on the tiny checkpoint, with the sentence in the URL."""
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(checkpoint_dir.parent))
+    app_path = str(Path(__file__).resolve().parent.parent / "app.py")
+
+    def make(sentence: str = "ein mann spielt im park .") -> AppTest:
+        at = AppTest.from_file(app_path, default_timeout=60)
+        at.query_params["s"] = sentence
+        return at
+
+    return make

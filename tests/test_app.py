@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "app.py")
 PAGES = ["app_pages/overview.py", "app_pages/tokens.py", "app_pages/positional.py", "app_pages/attention.py", "app_pages/encoder.py",
          "app_pages/decoder.py", "app_pages/masking.py", "app_pages/shapes.py", "app_pages/decoding.py", "app_pages/training.py"]
 
 
 @pytest.fixture()
-def app(checkpoint_dir, monkeypatch):
-    monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(checkpoint_dir.parent))
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.query_params["s"] = "ein mann spielt im park ."
-    return at
+def app(make_app):
+    return make_app("ein mann spielt im park .")
 
 
 def open_page(at: AppTest, page: str) -> AppTest:
@@ -36,7 +29,9 @@ def plotly_specs(at: AppTest) -> list[str]:
 def test_first_visit_draws_the_architecture_before_the_model_loads(app, monkeypatch):
     from transformer_viz import webapp
 
-    monkeypatch.setattr(webapp, "_LOADED", set())  # as on a fresh server
+    monkeypatch.setattr(webapp, "_LOADED", set())  # as on a fresh server: nothing loaded, nothing cached
+    webapp.get_checkpoint.clear()
+    webapp.get_run.clear()
     at = app
     at.run()
     assert not at.exception, [e.value for e in at.exception]

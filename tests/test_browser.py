@@ -10,23 +10,16 @@ when checkpoints/de-en exists, else from the tiny test checkpoint.
 
 from __future__ import annotations
 
-import ast
 import os
 import re
-import socket
-import subprocess
-import sys
-import time
 import urllib.parse
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+from bench.app_in_browser import (CHROMIUM, CHROMIUM_ARGS, COUNT_RUNS_JS, ROOT, RUN_DONE_JS, app_pages, start_server,
+                                  stop_server)
+
 # Generous bounds: a busy 2-core machine (training in the background) can take tens of seconds per rerun.
 WAIT_MS = int(float(os.environ.get("BROWSER_TEST_TIMEOUT_S", "120")) * 1000)
 SERVER_START_S = 120
@@ -37,32 +30,6 @@ pytestmark = [
 ]
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 
-# Counts the Streamlit runs the page has seen start, so a wait can ask for "a run that began after my
-# action has finished" instead of guessing with sleeps (a fast run can be over before the first poll).
-COUNT_RUNS_JS = """
-window.__stRuns = 0;
-new MutationObserver((records) => {
-  // A record holds only the value *before* the change: a short run can start and end before this
-  // callback, so each record's new value is the next record's old value (or, for the last, the current one).
-  records.forEach((r, i) => {
-    const next = records.slice(i + 1).find((n) => n.target === r.target);
-    const value = next ? next.oldValue : r.target.getAttribute('data-test-script-state');
-    if (value === 'running') window.__stRuns++;
-  });
-}).observe(document, {subtree: true, attributes: true, attributeOldValue: true,
-                      attributeFilter: ['data-test-script-state']});
-"""
-# Done = a run newer than `after` has finished, no element is still a loading skeleton, and every plotly
-# chart in the main area has drawn its svg.
-RUN_DONE_JS = """(after) => {
-  const app = document.querySelector('[data-testid="stApp"]');
-  const main = document.querySelector('[data-testid="stMain"]');
-  if (!app || !main || window.__stRuns <= after) return false;
-  if (app.getAttribute('data-test-script-state') !== 'notRunning') return false;
-  if (main.querySelector('[data-testid="stSkeleton"]')) return false;
-  return Array.from(main.querySelectorAll('[data-testid="stPlotlyChart"]'))
-    .every((c) => c.querySelector('.js-plotly-plot svg.main-svg'));
-}"""
 CHART_SVGS_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] [data-testid="stPlotlyChart"]'))
   .map((c) => { const svg = c.querySelector('.js-plotly-plot svg.main-svg'); return svg ? svg.outerHTML : null; })"""
 # What a chart shows, without plotly's per-render random ids: its text, raster images (heatmaps) and paths.
@@ -73,56 +40,6 @@ CHART_CONTENT_JS = """() => Array.from(document.querySelectorAll('[data-testid="
 
 FIRST_SENTENCE = "zwei kinder sitzen am strand ."
 INJECTIONS = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>"]
-
-
-def app_pages() -> list[tuple[str, str]]:
-    """(title, url_path) of every st.Page in app.py, in navigation order, read from the source."""
-    tree = ast.parse((ROOT / "app.py").read_text(encoding="utf-8"))
-    pages = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "Page":
-            kw = {k.arg: k.value.value for k in node.keywords if isinstance(k.value, ast.Constant)}
-            pages.append((kw["title"], kw.get("url_path") or Path(node.args[0].value).stem))
-    return pages
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_app(checkpoint_root: Path, log_path: Path) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    env = {**os.environ, "TRANSFORMER_VIZ_CHECKPOINTS": str(checkpoint_root)}
-    with open(log_path, "w") as log:  # the child keeps its own handle
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-             "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-             "--server.fileWatcherType", "none", "--server.runOnSave", "false"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + SERVER_START_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"streamlit exited with {proc.returncode}:\n{log_path.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
-                if resp.status == 200:
-                    return proc, url
-        except OSError:
-            time.sleep(0.5)
-    stop_app(proc)
-    pytest.fail(f"streamlit did not answer within {SERVER_START_S} s:\n{log_path.read_text()[-3000:]}")
-
-
-def stop_app(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=15)
 
 
 def use_real_checkpoints() -> bool:
@@ -136,12 +53,15 @@ def screenshot_checkpoint_root(checkpoint_dir: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def app_url(checkpoint_dir, tmp_path_factory):
-    proc, url = start_app(screenshot_checkpoint_root(checkpoint_dir),
-                          tmp_path_factory.mktemp("streamlit") / "server.log")
+    log = tmp_path_factory.mktemp("streamlit") / "server.log"
+    try:
+        proc, url, _ = start_server(screenshot_checkpoint_root(checkpoint_dir), log_path=log, timeout_s=SERVER_START_S)
+    except RuntimeError as exc:
+        pytest.fail(f"{exc}:\n{log.read_text()[-3000:]}")
     try:
         yield url
     finally:
-        stop_app(proc)
+        stop_server(proc)
 
 
 @pytest.fixture(scope="module")
@@ -263,7 +183,8 @@ def test_every_page_renders_without_errors(page, tmp_path):
     commit_sentence(page, "Zwei Hunde spielen im Schnee." if use_real_checkpoints() else "ein mann spielt im park .")
     save_docs = os.environ.get("SAVE_SCREENSHOTS") == "1"
     charts = {}
-    for title, url_path in pages:
+    for info in pages:
+        title, url_path = info["title"], info["url_path"]
         open_page(page, title)
         charts[title] = assert_page_healthy(page, title)
         shot = tmp_path / f"{url_path}.png"
@@ -281,13 +202,14 @@ def test_every_page_renders_without_errors(page, tmp_path):
 def test_script_injection_stays_text(page):
     hostile = " ".join(INJECTIONS)
     commit_sentence(page, hostile)
-    for title, _ in app_pages():
+    pages = app_pages()
+    for title in [info["title"] for info in pages]:
         open_page(page, title)
         assert_page_healthy(page, title)
         # Nothing from the sentence became markup: no <img src=x> and no script with alert in the DOM.
         assert page.locator('img[src="x"]').count() == 0, title
         assert page.evaluate("() => Array.from(document.scripts).some((s) => s.text.includes('alert(1)'))") is False
-        if title == app_pages()[0][0]:
+        if title == pages[0]["title"]:
             main_text = page.locator('[data-testid="stMain"]').inner_text()
             for s in INJECTIONS:
                 assert s in main_text, f"{s!r} is not shown literally on {title}"

@@ -17,14 +17,6 @@ from transformer_viz.checkpoint import CheckpointError, load_checkpoint, save_ch
 from transformer_viz.cli import main
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def logits(model, src=(5, 9, 17, 23, 2), tgt=(1, 30, 41, 7)) -> torch.Tensor:
     with torch.no_grad():
         return model(torch.tensor([src]), torch.tensor([tgt]))  # (1, T, V)

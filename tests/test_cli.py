@@ -7,21 +7,12 @@ import json
 
 import numpy as np
 import pytest
-import torch
 
 from transformer_viz.cli import main
 from transformer_viz.engine import run_sentence
 from transformer_viz.trace import trace_names
 
 SENTENCE = "ein mann spielt im park ."
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def run_cli(capsys, *argv: str, stdin: str | bytes | None = None, monkeypatch=None) -> tuple[int, str, str]:

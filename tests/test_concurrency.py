@@ -35,14 +35,6 @@ THREADS = 16
 ROUNDS = 2  # each thread runs two different sentences, so a call also follows another one in the same thread
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # what webapp sets for the server
-    yield
-    torch.set_num_threads(before)
-
-
 def module_state(model: torch.nn.Module) -> dict[str, tuple]:
     """Every module's attributes, and any tensor kept outside its parameters and buffers."""
     state = {}

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st_h
 from streamlit.testing.v1 import AppTest
@@ -25,15 +24,6 @@ from transformer_viz.tokenizer import BOS, DEFAULT_MAX_CHARS, EOS, PAD, UNK, Inp
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    # As the app runs it (webapp sets 1 thread per call); also ~15x faster on this shared 2-core machine.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,22 +13,8 @@ from streamlit.testing.v1 import AppTest
 from transformer_viz.plots.common import safe_label
 from transformer_viz.trace import trace_names
 
-ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "app.py")
 SENTENCE = "ein mann spielt im park ."
 OTHER = "zwei kinder sitzen am strand mit einem ball ."
-
-
-@pytest.fixture()
-def make_app(checkpoint_dir, monkeypatch):
-    monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(checkpoint_dir.parent))
-
-    def make(sentence: str = SENTENCE) -> AppTest:
-        at = AppTest.from_file(APP, default_timeout=60)
-        at.query_params["s"] = sentence
-        return at
-
-    return make
 
 
 @pytest.fixture()

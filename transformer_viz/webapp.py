@@ -274,6 +274,12 @@ def show_user_text(label: str, text: str) -> None:
     st.text(text)
 
 
+def row_names(tokens: list[str]) -> list[str]:
+    """Position and token ("3 ▁Hund") as row and column names of a CSV download: the figures' labels
+    (plots.token_labels) without their HTML escaping, since a CSV is data, not markup."""
+    return [f"{i} {t}" for i, t in enumerate(tokens)]
+
+
 def chart(fig, data, name: str, caption: str | None = None) -> None:
     """A figure with its data as a CSV download (plotly's own toolbar saves the image)."""
     import pandas as pd

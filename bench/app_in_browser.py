@@ -1,0 +1,112 @@
+"""Driving the app in headless Chromium: shared by bench/app_speed.py, bench/load_test.py and
+tests/test_browser.py.
+
+Debian's Chromium (/usr/bin/chromium), started by playwright with the flags below; the app started with
+`streamlit run app.py` on a free port of 127.0.0.1; and two small scripts run in the page that tell when
+the Streamlit run after an action is over and every chart is drawn, so that no wait guesses with sleeps.
+Only the standard library is imported here.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = ROOT / ".venv" / "bin" / "python"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+CHECKPOINTS_ENV = "TRANSFORMER_VIZ_CHECKPOINTS"
+
+# Browser-side: count the Streamlit runs that start, so "the run after my action is done" needs no sleeps.
+COUNT_RUNS_JS = """
+window.__stRuns = 0;
+new MutationObserver((records) => {
+  // A record holds only the value *before* the change: a short run can start and end before this
+  // callback, so each record's new value is the next record's old value (or, for the last, the current one).
+  records.forEach((r, i) => {
+    const next = records.slice(i + 1).find((n) => n.target === r.target);
+    const value = next ? next.oldValue : r.target.getAttribute('data-test-script-state');
+    if (value === 'running') window.__stRuns++;
+  });
+}).observe(document, {subtree: true, attributes: true, attributeOldValue: true,
+                      attributeFilter: ['data-test-script-state']});
+"""
+# A run newer than `after` has finished, nothing is a loading skeleton, every plotly chart drew its svg.
+RUN_DONE_JS = """(after) => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  const main = document.querySelector('[data-testid="stMain"]');
+  if (!app || !main || window.__stRuns <= after) return false;
+  if (app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+  if (main.querySelector('[data-testid="stSkeleton"]')) return false;
+  return Array.from(main.querySelectorAll('[data-testid="stPlotlyChart"]'))
+    .every((c) => c.querySelector('.js-plotly-plot svg.main-svg'));
+}"""
+# What went wrong on the page, as text (exceptions and error boxes); empty when all is well.
+PAGE_ERRORS_JS = """() => Array.from(document.querySelectorAll(
+  '[data-testid="stException"], [data-testid="stAlertContentError"]')).map((e) => e.innerText.slice(0, 300))"""
+
+
+def app_pages() -> list[dict]:
+    """Every st.Page in app.py, in navigation order: file, title, url_path, default. Read from the source."""
+    tree = ast.parse((ROOT / "app.py").read_text(encoding="utf-8"))
+    pages = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "Page":
+            kw = {k.arg: k.value.value for k in node.keywords if isinstance(k.value, ast.Constant)}
+            file = node.args[0].value
+            pages.append({"file": file, "title": kw["title"], "url_path": kw.get("url_path") or Path(file).stem,
+                          "default": bool(kw.get("default"))})
+    return pages
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(checkpoints: Path | None, port: int | None = None, log_path: Path | None = None,
+                 timeout_s: float = 120) -> tuple[subprocess.Popen, str, float]:
+    """`streamlit run app.py` on 127.0.0.1; returns (process, url, seconds until /_stcore/health answered)."""
+    port = port or free_port()
+    env = dict(os.environ)
+    if checkpoints is not None:
+        env[CHECKPOINTS_ENV] = str(checkpoints)
+    log = open(log_path, "w") if log_path else subprocess.DEVNULL
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [str(PYTHON if PYTHON.exists() else sys.executable), "-m", "streamlit", "run", "app.py",
+         "--server.headless", "true", "--server.port", str(port), "--server.address", "127.0.0.1",
+         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", "--server.runOnSave", "false"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    if log_path:
+        log.close()  # the child keeps its own handle
+    url = f"http://127.0.0.1:{port}"
+    while time.perf_counter() - t0 < timeout_s:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {proc.returncode}" + (f"; see {log_path}" if log_path else ""))
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
+                if resp.status == 200:
+                    return proc, url, time.perf_counter() - t0
+        except OSError:
+            time.sleep(0.1)
+    stop_server(proc)
+    raise RuntimeError(f"streamlit did not answer within {timeout_s} s")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=15)
