@@ -49,3 +49,31 @@ def test_overview_shows_translation_and_architecture(app):
     assert len(at.get("plotly_chart")) >= 1
     assert any("ein mann spielt im park" in t.value for t in at.text)
     assert "(1, 7, 32)" in plotly_specs(at)[0] or "32)" in plotly_specs(at)[0]
+
+
+def test_loading_a_model_freezes_the_long_lived_objects_but_new_garbage_is_still_collected(app):
+    import gc
+    import weakref
+
+    from transformer_viz import webapp
+
+    webapp.get_checkpoint.clear()
+    webapp.get_run.clear()
+    gc.unfreeze()
+    assert gc.get_freeze_count() == 0
+    at = open_page(app, "app_pages/shapes.py")  # loads the model: torch, plotly and the weights are alive now
+    frozen = gc.get_freeze_count()
+    assert frozen > 100_000, frozen  # so Streamlit's full collection after every run no longer walks them
+    assert gc.get_count()[2] < frozen // 10
+
+    class Node:  # a reference cycle made after the freeze, like a plotly figure of a later run
+        pass
+
+    node = Node()
+    node.me = node
+    alive = weakref.ref(node)
+    del node
+    gc.collect()
+    assert alive() is None
+    at.run()
+    assert not at.exception
