@@ -183,8 +183,9 @@ def nav_link(page, title: str):
                         has_text=re.compile(rf"^\s*{re.escape(title)}\s*$")).first
 
 
-def wait_for_run(page, after: int, timeout_s: float) -> None:
-    page.wait_for_function(RUN_DONE_JS, arg=after, polling=50, timeout=timeout_s * 1000)
+def wait_for_run(page, after: int, timeout_s: float, **expect: str) -> None:
+    """Until the run after an action is drawn; `expect` (sentence=, title=): what the action makes the page show."""
+    page.wait_for_function(RUN_DONE_JS, arg={"after": after, **expect}, polling=50, timeout=timeout_s * 1000)
 
 
 def cpu_seconds(pids: list[int]) -> float:
@@ -231,9 +232,10 @@ def measure_cpu(browser, url: str, server_pid: int, commits: int, timeout_s: flo
             words = [WORDS[lang][(7 * n + 3 * k + i) % len(WORDS[lang])] for i in range(10)]
             before, t = page.evaluate("window.__stRuns"), time.perf_counter()
             c0, d0 = cpu_seconds(chromium_pids()), cpu_seconds([server_pid])
-            area.fill(f"{' '.join(words).capitalize()} {k}{n} .")  # new to the run cache: a real model run
+            text = f"{' '.join(words).capitalize()} {k}{n} ."  # new to the run cache: a real model run
+            area.fill(text)
             area.press("Control+Enter")
-            wait_for_run(page, before, timeout_s)
+            wait_for_run(page, before, timeout_s, sentence=text)
             walls.append(time.perf_counter() - t)
             browser_s.append(cpu_seconds(chromium_pids()) - c0)
             server_s.append(cpu_seconds([server_pid]) - d0)
@@ -270,7 +272,7 @@ def measure_browser(checkpoints: Path, timeout_s: float, commits: int = 0) -> di
                 if link.get_attribute("aria-current") != "page":
                     before = page.evaluate("window.__stRuns")
                     link.click()
-                    wait_for_run(page, before, timeout_s)
+                    wait_for_run(page, before, timeout_s, title=info["title"])
                 problems = page.evaluate(PAGE_ERRORS_JS)
                 if problems:
                     errors[info["title"]] = problems

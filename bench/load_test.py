@@ -97,9 +97,11 @@ class Session:
     async def runs(self) -> int:
         return await self.page.evaluate("window.__stRuns")
 
-    async def wait(self, after: int) -> None:
+    async def wait(self, after: int, **expect: str) -> None:
+        """Until the run after the action is over and drawn; `expect` (sentence=, title=) says what it shows."""
         # Every 100 ms: with tens of sessions in one browser, faster polling itself costs noticeable CPU.
-        await self.page.wait_for_function(RUN_DONE_JS, arg=after, polling=100, timeout=self.timeout_s * 1000)
+        await self.page.wait_for_function(RUN_DONE_JS, arg={"after": after, **expect}, polling=100,
+                                          timeout=self.timeout_s * 1000)
 
     async def commit(self, text: str) -> list[str]:
         """Type and commit a sentence; wait for the run and the charts. Returns the errors shown on the page."""
@@ -107,7 +109,7 @@ class Session:
         await area.fill(text)
         before = await self.runs()
         await area.press("Control+Enter")
-        await self.wait(before)
+        await self.wait(before, sentence=text)
         return await self.page.evaluate(PAGE_ERRORS_JS)
 
     async def open_page(self, title: str) -> list[str]:
@@ -115,7 +117,7 @@ class Session:
         if await link.get_attribute("aria-current") != "page":
             before = await self.runs()
             await link.click()
-            await self.wait(before)
+            await self.wait(before, title=title)
         return await self.page.evaluate(PAGE_ERRORS_JS)
 
     async def close(self) -> None:

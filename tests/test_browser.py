@@ -98,20 +98,21 @@ def runs_seen(pg) -> int:
     return pg.evaluate("window.__stRuns")
 
 
-def wait_for_run(pg, after: int) -> None:
-    pg.wait_for_function(RUN_DONE_JS, arg=after, polling=100, timeout=WAIT_MS)
+def wait_for_run(pg, after: int, **expect: str) -> None:
+    pg.wait_for_function(RUN_DONE_JS, arg={"after": after, **expect}, polling=100, timeout=WAIT_MS)
 
 
-def act_and_wait(pg, action) -> None:
+def act_and_wait(pg, action, **expect: str) -> None:
+    """Do the action, then wait for its run; `expect` (sentence=, title=): what the page shows after it."""
     before = runs_seen(pg)
     action()
-    wait_for_run(pg, before)
+    wait_for_run(pg, before, **expect)
 
 
 def commit_sentence(pg, text: str) -> None:
     area = pg.get_by_label(re.compile(r"^Sentence"))
     area.fill(text)
-    act_and_wait(pg, lambda: area.press("Control+Enter"))
+    act_and_wait(pg, lambda: area.press("Control+Enter"), sentence=text)
     assert area.input_value() == text
     area.evaluate("(e) => e.blur()")  # the focus ring would show in every screenshot
 
@@ -120,7 +121,7 @@ def open_page(pg, title: str) -> None:
     link = pg.locator('[data-testid="stSidebarNav"] a', has_text=re.compile(rf"^\s*{re.escape(title)}\s*$"))
     assert link.count() == 1, f"no navigation link titled {title!r}"
     if link.get_attribute("aria-current") != "page":  # the first page is already open
-        act_and_wait(pg, link.click)
+        act_and_wait(pg, link.click, title=title)
     assert link.get_attribute("aria-current") == "page", f"{title!r} did not open"
 
 
