@@ -61,92 +61,95 @@ st.latex(r"\text{Attention}(Q, K, V) = \text{softmax}\Big(\frac{QK^\top}{\sqrt{d
          r"d_k = d_{model}/h = %d/%d = %d,\ \sqrt{d_k} = %.4g" % (cfg.d_model, cfg.h, d_k, np.sqrt(d_k)))
 st.caption(f"{kind}, layer {sel.layer}, head {sel.head}: {Lq} queries × {Lk} keys (trace: `{prefix}.*`)")
 
-# --- 1. Q, K, V ----------------------------------------------------------------------------------
-st.header("1. Queries, keys and values of this head")
-source = "the encoder output (memory)" if kind.endswith("cross-attention") else "the layer's input"
-st.latex(r"Q = X W_Q^{(%d)} \in \mathbb{R}^{%d \times %d},\quad K = X' W_K^{(%d)},\ V = X' W_V^{(%d)} "
-         r"\in \mathbb{R}^{%d \times %d}" % (sel.head, Lq, d_k, sel.head, sel.head, Lk, d_k))
-st.markdown(f"Queries come from the {'decoder' if q_side == 'tgt' else 'encoder'}; keys and values from {source}.")
-for name, values, tokens in (("Q", q, q_tokens), ("K", k, k_tokens), ("V", v, k_tokens)):
-    fig = attention_figure("vectors_heatmap", values, tokens, f"{name} (head {sel.head})",
-                           "query token" if name == "Q" else "key token")
-    webapp.chart(fig, frame(values, tokens), f"attention-{name.lower()}")
+qkv_tab, scores_tab, sum_tab, worked_tab = webapp.steps(
+    ["1. Queries, keys and values", "2. Scores, mask and softmax", "3. The weighted sum",
+     "4. One score by hand, and a soft lookup"], key="attention_step")
 
-# --- 2. scores, mask, softmax --------------------------------------------------------------------
-st.header("2. Scores, mask and softmax")
-st.latex(r"S = \frac{QK^\top}{\sqrt{%d}} \in \mathbb{R}^{%d \times %d}" % (d_k, Lq, Lk))
-webapp.chart(attention_figure("scores_heatmap", scores, q_tokens, k_tokens, "raw scores QKᵀ/√d_k"),
-             frame(scores, q_tokens, k_tokens), "attention-scores")
-n_masked = int((~mask).sum())
-mask_kind = {"Encoder self-attention": "padding only (no key is padding in a single sentence)",
-             "Decoder masked self-attention": "causal: query t may attend to keys ≤ t (and no padding)",
-             "Decoder cross-attention": "padding of the source only"}[kind]
-st.markdown(f"Mask: {mask_kind}. {n_masked} of {Lq * Lk} cells are masked.")
-webapp.chart(attention_figure("mask_heatmap", mask, q_tokens, k_tokens),
-             frame(np.where(mask, 0.0, -np.inf), q_tokens, k_tokens), "attention-mask")
-webapp.chart(attention_figure("scores_heatmap", masked, q_tokens, k_tokens, "masked scores S + M (−∞ grey)"),
-             frame(masked, q_tokens, k_tokens), "attention-masked-scores")
-st.latex(r"w_{ij} = \frac{e^{s_{ij}}}{\sum_{j'} e^{s_{ij'}}},\qquad e^{-\infty} = 0")
-webapp.chart(attention_figure("weights_heatmap", weights, q_tokens, k_tokens),
-             frame(weights, q_tokens, k_tokens), "attention-weights")
+if qkv_tab.open:
+    with qkv_tab:
+        source = "the encoder output (memory)" if kind.endswith("cross-attention") else "the layer's input"
+        st.latex(r"Q = X W_Q^{(%d)} \in \mathbb{R}^{%d \times %d},\quad K = X' W_K^{(%d)},\ V = X' W_V^{(%d)} "
+                 r"\in \mathbb{R}^{%d \times %d}" % (sel.head, Lq, d_k, sel.head, sel.head, Lk, d_k))
+        st.markdown(f"Queries come from the {'decoder' if q_side == 'tgt' else 'encoder'}; keys and values from {source}.")
+        for name, values, tokens in (("Q", q, q_tokens), ("K", k, k_tokens), ("V", v, k_tokens)):
+            fig = attention_figure("vectors_heatmap", values, tokens, f"{name} (head {sel.head})",
+                                   "query token" if name == "Q" else "key token")
+            webapp.chart(fig, frame(values, tokens), f"attention-{name.lower()}")
 
-# --- 3. the weighted sum -------------------------------------------------------------------------
-st.header("3. The weighted sum of the values")
-st.latex(r"\text{head}_{%d} = W V \in \mathbb{R}^{%d \times %d},\qquad "
-         r"\text{MultiHead} = \text{Concat}(\text{head}_0, \dots, \text{head}_{%d})\, W_O"
-         % (sel.head, Lq, d_k, cfg.h - 1))
-fig = attention_figure("vectors_heatmap", heads, q_tokens, f"head {sel.head} = weights · V", "query token")
-webapp.chart(fig, frame(heads, q_tokens), "attention-heads")
+if scores_tab.open:
+    with scores_tab:
+        st.latex(r"S = \frac{QK^\top}{\sqrt{%d}} \in \mathbb{R}^{%d \times %d}" % (d_k, Lq, Lk))
+        webapp.chart(attention_figure("scores_heatmap", scores, q_tokens, k_tokens, "raw scores QKᵀ/√d_k"),
+                     frame(scores, q_tokens, k_tokens), "attention-scores")
+        n_masked = int((~mask).sum())
+        mask_kind = {"Encoder self-attention": "padding only (no key is padding in a single sentence)",
+                     "Decoder masked self-attention": "causal: query t may attend to keys ≤ t (and no padding)",
+                     "Decoder cross-attention": "padding of the source only"}[kind]
+        st.markdown(f"Mask: {mask_kind}. {n_masked} of {Lq * Lk} cells are masked.")
+        webapp.chart(attention_figure("mask_heatmap", mask, q_tokens, k_tokens),
+                     frame(np.where(mask, 0.0, -np.inf), q_tokens, k_tokens), "attention-mask")
+        webapp.chart(attention_figure("scores_heatmap", masked, q_tokens, k_tokens, "masked scores S + M (−∞ grey)"),
+                     frame(masked, q_tokens, k_tokens), "attention-masked-scores")
+        st.latex(r"w_{ij} = \frac{e^{s_{ij}}}{\sum_{j'} e^{s_{ij'}}},\qquad e^{-\infty} = 0")
+        webapp.chart(attention_figure("weights_heatmap", weights, q_tokens, k_tokens),
+                     frame(weights, q_tokens, k_tokens), "attention-weights")
 
-# --- 4. one score by hand ------------------------------------------------------------------------
-st.header("4. One score, worked out")
-left, right = st.columns(2)
-with left:
-    i = st.selectbox("Query i", list(range(Lq)), format_func=lambda n: f"{n}: {q_tokens[n]}")
-with right:
-    j = st.selectbox("Key j", list(range(Lk)), format_func=lambda n: f"{n}: {k_tokens[n]}")
-worked = plots.worked_score(q[i], k[j], d_k)
-traced = float(scores[i, j])
-terms = " + ".join(f"({a:.3f})({b:.3f})" for a, b in zip(q[i][:3], k[j][:3]))
-st.latex(r"q_{%d} \cdot k_{%d} = \sum_{m=1}^{%d} q_{%d,m}\, k_{%d,m} = %s + \cdots = %.6f"
-         % (i, j, d_k, i, j, terms, worked["dot"]))
-st.latex(r"s_{%d,%d} = \frac{q_{%d} \cdot k_{%d}}{\sqrt{d_k}} = \frac{%.6f}{\sqrt{%d}} = \frac{%.6f}{%.6f} = %.6f"
-         % (i, j, i, j, worked["dot"], d_k, worked["dot"], worked["sqrt_d_k"], worked["scaled"]))
-st.latex(r"\text{traced}\ \texttt{%s.scores}[0, %d, %d, %d] = %.6f\quad(|\Delta| = %s)"
-         % (prefix.replace("_", r"\_"), sel.head, i, j, traced, latex_number(abs(traced - worked["scaled"]))))
-if mask[i, j]:
-    st.latex(r"w_{%d,%d} = \frac{e^{%.4f}}{\sum_{j'} e^{s_{%d,j'}}} = %.6f" % (i, j, traced, i, float(weights[i, j])))
-else:
-    st.latex(r"M_{%d,%d} = -\infty \;\Rightarrow\; s_{%d,%d} + M_{%d,%d} = -\infty,\ w_{%d,%d} = 0"
-             % (i, j, i, j, i, j, i, j))
-webapp.chart(attention_figure("score_terms_figure", q[i], k[j], q_tokens[i], k_tokens[j]),
-             pd.DataFrame({"q": q[i], "k": k[j], "q*k": q[i] * k[j]}), "attention-worked")
+if sum_tab.open:
+    with sum_tab:
+        st.latex(r"\text{head}_{%d} = W V \in \mathbb{R}^{%d \times %d},\qquad "
+                 r"\text{MultiHead} = \text{Concat}(\text{head}_0, \dots, \text{head}_{%d})\, W_O"
+                 % (sel.head, Lq, d_k, cfg.h - 1))
+        fig = attention_figure("vectors_heatmap", heads, q_tokens, f"head {sel.head} = weights · V", "query token")
+        webapp.chart(fig, frame(heads, q_tokens), "attention-heads")
 
-# --- 5. attention as a soft database lookup --------------------------------------------------------
-st.header("5. Attention as a soft database lookup")
-n_keys = min(Lk, 8)
-st.markdown(
-    f"A dictionary returns the value whose key equals the query. Attention returns a blend of all values, "
-    f"weighted by how well each key matches. Here: query q_{i} (token {i} above) against the first {n_keys} "
-    f"keys and values of this head, with no mask, comparing three similarity functions. W is a fixed random "
-    f"{d_k}×{d_k} matrix (entries N(0, 1/d_k), seed 0), standing in for a learned one; with W = I the general "
-    f"form would equal the plain dot product."
-)
-st.latex(r"\text{sim}(q, k) \in \Big\{\, q^\top k,\ \ \frac{q^\top k}{\sqrt{%d}},\ \ q^\top W k \,\Big\},\qquad "
-         r"\text{result} = \sum_j \text{softmax}_j(\text{sim}(q, k_j))\, v_j" % d_k)
-W = plots.random_bilinear(d_k, seed=0)
-lookup = plots.lookup_scores(q[i], k[:n_keys], W)
-lookup_weights = {name: plots.softmax(s) for name, s in lookup.items()}
-key_tokens = k_tokens[:n_keys]
-webapp.chart(attention_figure("lookup_figure", lookup_weights, key_tokens),
-             pd.DataFrame({**{f"score: {n}": s for n, s in lookup.items()},
-                           **{f"weight: {n}": w for n, w in lookup_weights.items()}},
-                          index=webapp.row_names(key_tokens)), "attention-lookup")
-peaks = {name: float(w.max()) for name, w in lookup_weights.items()}
-st.markdown("Largest weight: " + ", ".join(f"{name} {p:.2f}" for name, p in peaks.items())
-            + ". Without the 1/√d_k the scores are larger, so the softmax is sharper (closer to a hard lookup) "
-              "and its gradients smaller.")
-retrieved = np.stack([w @ v[:n_keys] for w in lookup_weights.values()])
-fig = attention_figure("matrix_heatmap", retrieved, list(lookup_weights), list(range(d_k)),
-                       "retrieved value Σ w_j v_j", "value", "dimension (d_k)", "similarity")
-webapp.chart(fig, pd.DataFrame(retrieved, index=list(lookup_weights)), "attention-lookup-result")
+if worked_tab.open:
+    with worked_tab:
+        left, right = st.columns(2)
+        with left:
+            i = st.selectbox("Query i", list(range(Lq)), format_func=lambda n: f"{n}: {q_tokens[n]}")
+        with right:
+            j = st.selectbox("Key j", list(range(Lk)), format_func=lambda n: f"{n}: {k_tokens[n]}")
+        worked = plots.worked_score(q[i], k[j], d_k)
+        traced = float(scores[i, j])
+        terms = " + ".join(f"({a:.3f})({b:.3f})" for a, b in zip(q[i][:3], k[j][:3]))
+        st.latex(r"q_{%d} \cdot k_{%d} = \sum_{m=1}^{%d} q_{%d,m}\, k_{%d,m} = %s + \cdots = %.6f"
+                 % (i, j, d_k, i, j, terms, worked["dot"]))
+        st.latex(r"s_{%d,%d} = \frac{q_{%d} \cdot k_{%d}}{\sqrt{d_k}} = \frac{%.6f}{\sqrt{%d}} = \frac{%.6f}{%.6f} = %.6f"
+                 % (i, j, i, j, worked["dot"], d_k, worked["dot"], worked["sqrt_d_k"], worked["scaled"]))
+        st.latex(r"\text{traced}\ \texttt{%s.scores}[0, %d, %d, %d] = %.6f\quad(|\Delta| = %s)"
+                 % (prefix.replace("_", r"\_"), sel.head, i, j, traced, latex_number(abs(traced - worked["scaled"]))))
+        if mask[i, j]:
+            st.latex(r"w_{%d,%d} = \frac{e^{%.4f}}{\sum_{j'} e^{s_{%d,j'}}} = %.6f" % (i, j, traced, i, float(weights[i, j])))
+        else:
+            st.latex(r"M_{%d,%d} = -\infty \;\Rightarrow\; s_{%d,%d} + M_{%d,%d} = -\infty,\ w_{%d,%d} = 0"
+                     % (i, j, i, j, i, j, i, j))
+        webapp.chart(attention_figure("score_terms_figure", q[i], k[j], q_tokens[i], k_tokens[j]),
+                     pd.DataFrame({"q": q[i], "k": k[j], "q*k": q[i] * k[j]}), "attention-worked")
+
+        st.subheader("Attention as a soft database lookup")
+        n_keys = min(Lk, 8)
+        st.markdown(
+            f"A dictionary returns the value whose key equals the query. Attention returns a blend of all values, "
+            f"weighted by how well each key matches. Here: query q_{i} (token {i} above) against the first {n_keys} "
+            f"keys and values of this head, with no mask, comparing three similarity functions. W is a fixed random "
+            f"{d_k}×{d_k} matrix (entries N(0, 1/d_k), seed 0), standing in for a learned one; with W = I the general "
+            f"form would equal the plain dot product."
+        )
+        st.latex(r"\text{sim}(q, k) \in \Big\{\, q^\top k,\ \ \frac{q^\top k}{\sqrt{%d}},\ \ q^\top W k \,\Big\},\qquad "
+                 r"\text{result} = \sum_j \text{softmax}_j(\text{sim}(q, k_j))\, v_j" % d_k)
+        W = plots.random_bilinear(d_k, seed=0)
+        lookup = plots.lookup_scores(q[i], k[:n_keys], W)
+        lookup_weights = {name: plots.softmax(s) for name, s in lookup.items()}
+        key_tokens = k_tokens[:n_keys]
+        webapp.chart(attention_figure("lookup_figure", lookup_weights, key_tokens),
+                     pd.DataFrame({**{f"score: {n}": s for n, s in lookup.items()},
+                                   **{f"weight: {n}": w for n, w in lookup_weights.items()}},
+                                  index=webapp.row_names(key_tokens)), "attention-lookup")
+        peaks = {name: float(w.max()) for name, w in lookup_weights.items()}
+        st.markdown("Largest weight: " + ", ".join(f"{name} {p:.2f}" for name, p in peaks.items())
+                    + ". Without the 1/√d_k the scores are larger, so the softmax is sharper (closer to a hard lookup) "
+                      "and its gradients smaller.")
+        retrieved = np.stack([w @ v[:n_keys] for w in lookup_weights.values()])
+        fig = attention_figure("matrix_heatmap", retrieved, list(lookup_weights), list(range(d_k)),
+                               "retrieved value Σ w_j v_j", "value", "dimension (d_k)", "similarity")
+        webapp.chart(fig, pd.DataFrame(retrieved, index=list(lookup_weights)), "attention-lookup-result")

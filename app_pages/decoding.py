@@ -39,71 +39,76 @@ n_steps = min(len(run.decoding.steps), len(run.tgt_ids))
 key = (sel.checkpoint, run.source_text)
 t = min(max(st.session_state.get(STEPS_KEY, {}).get(key, 1), 1), n_steps)
 
-# --- greedy, step by step ------------------------------------------------------------------------
-st.header("1 · Greedy decoding, step by step")
-left, middle, right = st.columns([1, 2, 1])
-left.button("◀ Previous", key="decoding_prev", on_click=move, args=(key, -1, n_steps), disabled=t <= 1,
-            width="stretch")
-middle.markdown(f"**Step {t} of {n_steps}**")
-middle.progress(t / n_steps)
-right.button("Next ▶", key="decoding_next", on_click=move, args=(key, 1, n_steps), disabled=t >= n_steps,
-             width="stretch")
+greedy_tab, beam_tab = webapp.steps([
+    "1 · Greedy decoding, step by step",
+    "2 · Greedy versus beam search",
+], key="decoding_step")
 
-step = run.decoding.steps[t - 1]
-inputs = run.tgt_tokens[:t]
-labels = token_labels(inputs)
-webapp.show_user_text(f"Decoder input at step {t} (<s> + {t - 1} generated)", " ".join(inputs))
-top_ids, top_probs, chosen_id = step.top_ids[0], step.top_probs[0], step.chosen[0]
-chosen_token = tokenizer.convert_ids_to_tokens([chosen_id])[0]
-webapp.show_user_text("Chosen next token" + (" (end of sentence)" if chosen_id == EOS else ""), chosen_token)
-st.latex(r"P(\hat y_{%d} \mid \hat y_{<%d}, x) = %.4f" % (t, t, step.chosen_prob[0]))
+if greedy_tab.open:
+    with greedy_tab:
+        left, middle, right = st.columns([1, 2, 1])
+        left.button("◀ Previous", key="decoding_prev", on_click=move, args=(key, -1, n_steps), disabled=t <= 1,
+                    width="stretch")
+        middle.markdown(f"**Step {t} of {n_steps}**")
+        middle.progress(t / n_steps)
+        right.button("Next ▶", key="decoding_next", on_click=move, args=(key, 1, n_steps), disabled=t >= n_steps,
+                     width="stretch")
 
-left, right = st.columns(2)
-with left:
-    fig = causal_mask_figure(labels, title=f"Causal mask at step {t}: {t}×{t}")
-    webapp.chart(fig, {"query": np.repeat(labels, t), "key": np.tile(labels, t),
-                       "may attend": np.tril(np.ones((t, t), dtype=bool)).ravel()}, "decoding-mask")
-with right:
-    top_tokens = tokenizer.convert_ids_to_tokens(top_ids)
-    chosen = top_ids.index(chosen_id) if chosen_id in top_ids else None
-    fig = topk_figure(top_tokens, top_probs, chosen=chosen, title=f"Top {len(top_ids)} candidates at step {t}")
-    webapp.chart(fig, {"token": top_tokens, "id": top_ids, "probability": top_probs}, "decoding-topk")
+        step = run.decoding.steps[t - 1]
+        inputs = run.tgt_tokens[:t]
+        labels = token_labels(inputs)
+        webapp.show_user_text(f"Decoder input at step {t} (<s> + {t - 1} generated)", " ".join(inputs))
+        top_ids, top_probs, chosen_id = step.top_ids[0], step.top_probs[0], step.chosen[0]
+        chosen_token = tokenizer.convert_ids_to_tokens([chosen_id])[0]
+        webapp.show_user_text("Chosen next token" + (" (end of sentence)" if chosen_id == EOS else ""), chosen_token)
+        st.latex(r"P(\hat y_{%d} \mid \hat y_{<%d}, x) = %.4f" % (t, t, step.chosen_prob[0]))
 
-src_labels = token_labels(run.src_tokens)
-row = trace[f"decoder.{i}.cross_attn.weights"][0, j, t - 1].numpy()  # (S,)
-fig = attention_row_figure(row, src_labels, title=f"Cross-attention of the newest position ({labels[-1]}), "
-                                                  f"layer {i}, head {j}")
-webapp.chart(fig, {"source": src_labels, "weight": row}, "decoding-cross-row",
-             caption="Taken from the teacher-forced pass over the finished translation: thanks to the causal "
-                     "mask, row t there equals what the decoder computed at step t.")
+        left, right = st.columns(2)
+        with left:
+            fig = causal_mask_figure(labels, title=f"Causal mask at step {t}: {t}×{t}")
+            webapp.chart(fig, {"query": np.repeat(labels, t), "key": np.tile(labels, t),
+                               "may attend": np.tril(np.ones((t, t), dtype=bool)).ravel()}, "decoding-mask")
+        with right:
+            top_tokens = tokenizer.convert_ids_to_tokens(top_ids)
+            chosen = top_ids.index(chosen_id) if chosen_id in top_ids else None
+            fig = topk_figure(top_tokens, top_probs, chosen=chosen, title=f"Top {len(top_ids)} candidates at step {t}")
+            webapp.chart(fig, {"token": top_tokens, "id": top_ids, "probability": top_probs}, "decoding-topk")
 
-# --- greedy versus beam search -------------------------------------------------------------------
-st.header("2 · Greedy versus beam search")
-K = st.slider("Beam width K", 2, 5, 3, key="decoding_beam")
-beam_run = webapp.get_run(sel.checkpoint, sel.sentence, K)
-left, right = st.columns(2)
-with left:
-    webapp.show_user_text("Greedy (K = 1)", run.translation or "(empty)")
-    st.metric("sum of log P", f"{run.decoding.scores[0]:.4f}")
-with right:
-    webapp.show_user_text(f"Beam search (K = {K})", beam_run.translation or "(empty)")
-    st.metric("sum of log P", f"{beam_run.decoding.scores[0]:.4f}",
-              delta=f"{beam_run.decoding.scores[0] - run.decoding.scores[0]:+.4f} vs greedy")
-if beam_run.translation == run.translation:
-    st.caption("Here both find the same translation.")
+        src_labels = token_labels(run.src_tokens)
+        row = trace[f"decoder.{i}.cross_attn.weights"][0, j, t - 1].numpy()  # (S,)
+        fig = attention_row_figure(row, src_labels, title=f"Cross-attention of the newest position ({labels[-1]}), "
+                                                          f"layer {i}, head {j}")
+        webapp.chart(fig, {"source": src_labels, "weight": row}, "decoding-cross-row",
+                     caption="Taken from the teacher-forced pass over the finished translation: thanks to the causal "
+                             "mask, row t there equals what the decoder computed at step t.")
 
-beam_steps = beam_run.decoding.steps
-tokens = [s.tokens[0] for s in beam_steps]
-parents = [s.parents[0] for s in beam_steps]
-scores = [s.scores[0] for s in beam_steps]
-finished = [s.finished[0] for s in beam_steps]
-best = next((k for k in range(len(tokens[-1])) if beam_hypothesis(tokens, parents, k, EOS, PAD)
-             == beam_run.decoding.tokens[0]), None) if tokens else None
-text = [tokenizer.convert_ids_to_tokens(row) for row in tokens]
-fig = beam_tree_figure(text, parents, scores, finished, best_beam=best,
-                       title=f"Beam tree, K = {K}: a line from each hypothesis to the one it extends")
-webapp.chart(fig, {"step": np.repeat(np.arange(1, len(tokens) + 1), K), "beam": np.tile(np.arange(K), len(tokens)),
-                   "token": [tok for row in text for tok in row], "parent": np.ravel(parents),
-                   "log P": np.ravel(scores), "finished": np.ravel(finished)}, "decoding-beam-tree",
-             caption="Squares are finished hypotheses (they produced </s>); hover a node for its token and "
-                     "cumulative log-probability. Finished hypotheses are carried along unchanged, not drawn again.")
+if beam_tab.open:
+    with beam_tab:
+        K = st.slider("Beam width K", 2, 5, 3, key="decoding_beam")
+        beam_run = webapp.get_run(sel.checkpoint, sel.sentence, K)
+        left, right = st.columns(2)
+        with left:
+            webapp.show_user_text("Greedy (K = 1)", run.translation or "(empty)")
+            st.metric("sum of log P", f"{run.decoding.scores[0]:.4f}")
+        with right:
+            webapp.show_user_text(f"Beam search (K = {K})", beam_run.translation or "(empty)")
+            st.metric("sum of log P", f"{beam_run.decoding.scores[0]:.4f}",
+                      delta=f"{beam_run.decoding.scores[0] - run.decoding.scores[0]:+.4f} vs greedy")
+        if beam_run.translation == run.translation:
+            st.caption("Here both find the same translation.")
+
+        beam_steps = beam_run.decoding.steps
+        tokens = [s.tokens[0] for s in beam_steps]
+        parents = [s.parents[0] for s in beam_steps]
+        scores = [s.scores[0] for s in beam_steps]
+        finished = [s.finished[0] for s in beam_steps]
+        best = next((k for k in range(len(tokens[-1])) if beam_hypothesis(tokens, parents, k, EOS, PAD)
+                     == beam_run.decoding.tokens[0]), None) if tokens else None
+        text = [tokenizer.convert_ids_to_tokens(row) for row in tokens]
+        fig = beam_tree_figure(text, parents, scores, finished, best_beam=best,
+                               title=f"Beam tree, K = {K}: a line from each hypothesis to the one it extends")
+        webapp.chart(fig, {"step": np.repeat(np.arange(1, len(tokens) + 1), K), "beam": np.tile(np.arange(K), len(tokens)),
+                           "token": [tok for row in text for tok in row], "parent": np.ravel(parents),
+                           "log P": np.ravel(scores), "finished": np.ravel(finished)}, "decoding-beam-tree",
+                     caption="Squares are finished hypotheses (they produced </s>); hover a node for its token and "
+                             "cumulative log-probability. Finished hypotheses are carried along unchanged, not drawn again.")

@@ -52,134 +52,139 @@ st.latex(r"\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\Big(\frac{QK^\top}{\sq
 run = webapp.current_run(sel)
 if run is None:
     st.stop()
-unmasked = webapp.get_run(sel.checkpoint, sel.sentence, 1, False)
 
 cfg, i, j = run.config, sel.layer, sel.head
 labels = token_labels(run.tgt_tokens)
 T = len(labels)
 prefix = f"decoder.{i}.self_attn"
 
-# --- causal mask on / off ------------------------------------------------------------------------
-st.header("1 · The causal mask, on and off")
-st.markdown(
-    "The same target (the greedy translation) is fed to the decoder twice: once with the causal mask, as the "
-    "model was trained, and once without it. Generation itself is unaffected — it produces one token at a "
-    "time, so there is no future to see — but the teacher-forced pass can now look ahead."
-)
-causal = st.toggle("Causal mask on", value=True, key="masking_causal")
-shown = run if causal else unmasked
-fig = masked_attention_figure(shown.trace[f"{prefix}.scores"][0, j].numpy(),
-                              shown.trace[f"{prefix}.masked_scores"][0, j].numpy(),
-                              shown.trace[f"{prefix}.weights"][0, j].numpy(), labels, labels,
-                              title=f"Decoder layer {i}, head {j}, causal mask {'on' if causal else 'off'}")
-shown_weights = shown.trace[f"{prefix}.weights"][0, j].numpy()
-webapp.chart(fig, {"query": np.repeat(labels, T), "key": np.tile(labels, T), "weight": shown_weights.ravel()},
-             "masking-selected")
+causal_tab, padding_tab = webapp.steps([
+    "1 · The causal mask, on and off",
+    "2 · The padding mask in a batch",
+], key="masking_step")
 
-w_masked = run.trace[f"{prefix}.weights"][0, j].numpy()  # (T, T)
-w_open = unmasked.trace[f"{prefix}.weights"][0, j].numpy()
-ahead_masked, ahead_open = future_mass(w_masked), future_mass(w_open)
-left, right = st.columns(2)
-with left:
-    fig = attention_map(w_masked, labels, labels, title="weights with the causal mask")
-    webapp.chart(fig, {"query": np.repeat(labels, T), "key": np.tile(labels, T), "weight": w_masked.ravel()},
-                 "masking-weights-causal")
-with right:
-    fig = attention_map(w_open, labels, labels, title="weights without the mask")
-    webapp.chart(fig, {"query": np.repeat(labels, T), "key": np.tile(labels, T), "weight": w_open.ravel()},
-                 "masking-weights-open")
-c1, c2 = st.columns(2)
-c1.metric("weight above the diagonal, with mask (sum over all rows)", f"{ahead_masked.sum():.6g}")
-c2.metric("weight above the diagonal, without mask (mean per row)", f"{ahead_open.mean():.3f}")
-st.caption("Above the diagonal are later positions. With the mask their weight is exactly 0; without it, "
-           "each row spends the share shown on the right on tokens it should not have seen yet.")
+if causal_tab.open:
+    with causal_tab:
+        unmasked = webapp.get_run(sel.checkpoint, sel.sentence, 1, False)
+        st.markdown(
+            "The same target (the greedy translation) is fed to the decoder twice: once with the causal mask, as the "
+            "model was trained, and once without it. Generation itself is unaffected — it produces one token at a "
+            "time, so there is no future to see — but the teacher-forced pass can now look ahead."
+        )
+        causal = st.toggle("Causal mask on", value=True, key="masking_causal")
+        shown = run if causal else unmasked
+        fig = masked_attention_figure(shown.trace[f"{prefix}.scores"][0, j].numpy(),
+                                      shown.trace[f"{prefix}.masked_scores"][0, j].numpy(),
+                                      shown.trace[f"{prefix}.weights"][0, j].numpy(), labels, labels,
+                                      title=f"Decoder layer {i}, head {j}, causal mask {'on' if causal else 'off'}")
+        shown_weights = shown.trace[f"{prefix}.weights"][0, j].numpy()
+        webapp.chart(fig, {"query": np.repeat(labels, T), "key": np.tile(labels, T), "weight": shown_weights.ravel()},
+                     "masking-selected")
 
-st.subheader("How the predictions change")
-compare = compare_predictions(run.trace["logits"][0].numpy(), unmasked.trace["logits"][0].numpy(),
-                              run.predicted_ids)
-tokenizer = webapp.get_checkpoint(sel.checkpoint).tokenizer
-expected_tokens = tokenizer.convert_ids_to_tokens(run.predicted_ids)
-table = pd.DataFrame({
-    "decoder input": [f"{t} {token}" for t, token in enumerate(run.tgt_tokens)],  # a table shows text as is
-    "expected next": expected_tokens,
-    "argmax (mask)": tokenizer.convert_ids_to_tokens(compare["argmax_a"].tolist()),
-    "p (mask)": compare["p_argmax_a"],
-    "argmax (no mask)": tokenizer.convert_ids_to_tokens(compare["argmax_b"].tolist()),
-    "p (no mask)": compare["p_argmax_b"],
-    "p(expected), mask": compare["p_expected_a"],
-    "p(expected), no mask": compare["p_expected_b"],
-    "KL(mask ‖ no mask)": compare["kl"],
-})
-changed = int((compare["argmax_a"] != compare["argmax_b"]).sum())
-st.latex(r"D_{KL}(p_{\text{mask}} \,\|\, p_{\text{no mask}}) = \sum_v p_{\text{mask}}(v)\,"
-         r"\log\frac{p_{\text{mask}}(v)}{p_{\text{no mask}}(v)}:\quad \text{mean over } %d \text{ positions} = %.4f"
-         r"\text{ nats};\ %d \text{ argmax tokens change}" % (T, compare["kl"].mean(), changed))
-fig = prediction_change_figure(labels, compare["p_expected_a"], compare["p_expected_b"], compare["kl"],
-                               title="Probability of the expected next token, with and without the causal mask")
-webapp.chart(fig, table, "masking-predictions")
-st.dataframe(table, hide_index=True)
-st.caption("Without the mask, a position can copy the next token from the input instead of predicting it. "
-           "Even the last position, which sees every position either way, changes when N > 1: the earlier "
-           "positions it reads from were themselves computed with the future in view.")
+        w_masked = run.trace[f"{prefix}.weights"][0, j].numpy()  # (T, T)
+        w_open = unmasked.trace[f"{prefix}.weights"][0, j].numpy()
+        ahead_masked, ahead_open = future_mass(w_masked), future_mass(w_open)
+        left, right = st.columns(2)
+        with left:
+            fig = attention_map(w_masked, labels, labels, title="weights with the causal mask")
+            webapp.chart(fig, {"query": np.repeat(labels, T), "key": np.tile(labels, T), "weight": w_masked.ravel()},
+                         "masking-weights-causal")
+        with right:
+            fig = attention_map(w_open, labels, labels, title="weights without the mask")
+            webapp.chart(fig, {"query": np.repeat(labels, T), "key": np.tile(labels, T), "weight": w_open.ravel()},
+                         "masking-weights-open")
+        c1, c2 = st.columns(2)
+        c1.metric("weight above the diagonal, with mask (sum over all rows)", f"{ahead_masked.sum():.6g}")
+        c2.metric("weight above the diagonal, without mask (mean per row)", f"{ahead_open.mean():.3f}")
+        st.caption("Above the diagonal are later positions. With the mask their weight is exactly 0; without it, "
+                   "each row spends the share shown on the right on tokens it should not have seen yet.")
 
-# --- padding mask --------------------------------------------------------------------------------
-st.header("2 · The padding mask in a batch")
-st.markdown(
-    "Sentences of different lengths are padded with `<pad>` to one length, so that a batch is one tensor. "
-    "The padding mask sets the scores of `<pad>` *keys* to −∞, in encoder self-attention and in "
-    "cross-attention, so real tokens compute exactly what they would alone."
-)
-examples = [s for s in webapp.EXAMPLES.get(sel.src_lang, webapp.EXAMPLES["de"]) if s != sel.sentence]
-others = st.multiselect("Other sentences in the batch", examples, default=examples[:2], key="masking_batch")
-sentences = (sel.sentence, *others)
-try:
-    trace, src_tokens, tgt_tokens, checks = padded_batch(sel.checkpoint, sentences)
-except Exception as exc:  # an example the tokenizer rejects must not break the page
-    st.warning(f"The batch could not be run: {webapp.escape_markdown(str(exc))}")
-    st.stop()
-B, S_max = trace["src.token_ids"].shape
-T_max = trace["tgt.token_ids"].shape[1]
-st.latex(r"\text{sources } (B, S_{max}) = (%d, %d),\quad \text{targets } (B, T_{max}) = (%d, %d)"
-         % (B, S_max, B, T_max))
-webapp.reset_stale_index("masking_row", B)  # the batch or its lengths may have changed
-row = st.selectbox("Batch row", list(range(B)), key="masking_row",
-                   format_func=lambda b: f"row {b}: {len(src_tokens[b])} source tokens + "
-                                         f"{S_max - len(src_tokens[b])} <pad>, {len(tgt_tokens[b])} target tokens + "
-                                         f"{T_max - len(tgt_tokens[b])} <pad>")
-# Row 0 is the user's sentence: show it as the model got it (cleaned), not as typed.
-webapp.show_user_text(f"Row {row}: source sentence", run.source_text if row == 0 else sentences[row])
-S_b, T_b = len(src_tokens[row]), len(tgt_tokens[row])
-src_labels = token_labels(src_tokens[row] + ["<pad>"] * (S_max - S_b))
-tgt_labels = token_labels(tgt_tokens[row] + ["<pad>"] * (T_max - T_b))
-key_real = trace["src.token_ids"][row].numpy() != cfg.pad_id  # (S_max,)
-fig = key_mask_figure(key_real, src_labels, title=f"Row {row}: padded source and its padding mask (grey = &lt;pad&gt;)")
-webapp.chart(fig, {"position": src_labels, "may attend": key_real}, "masking-padding-mask")
+        st.subheader("How the predictions change")
+        compare = compare_predictions(run.trace["logits"][0].numpy(), unmasked.trace["logits"][0].numpy(),
+                                      run.predicted_ids)
+        tokenizer = webapp.get_checkpoint(sel.checkpoint).tokenizer
+        expected_tokens = tokenizer.convert_ids_to_tokens(run.predicted_ids)
+        table = pd.DataFrame({
+            "decoder input": [f"{t} {token}" for t, token in enumerate(run.tgt_tokens)],  # a table shows text as is
+            "expected next": expected_tokens,
+            "argmax (mask)": tokenizer.convert_ids_to_tokens(compare["argmax_a"].tolist()),
+            "p (mask)": compare["p_argmax_a"],
+            "argmax (no mask)": tokenizer.convert_ids_to_tokens(compare["argmax_b"].tolist()),
+            "p (no mask)": compare["p_argmax_b"],
+            "p(expected), mask": compare["p_expected_a"],
+            "p(expected), no mask": compare["p_expected_b"],
+            "KL(mask ‖ no mask)": compare["kl"],
+        })
+        changed = int((compare["argmax_a"] != compare["argmax_b"]).sum())
+        st.latex(r"D_{KL}(p_{\text{mask}} \,\|\, p_{\text{no mask}}) = \sum_v p_{\text{mask}}(v)\,"
+                 r"\log\frac{p_{\text{mask}}(v)}{p_{\text{no mask}}(v)}:\quad \text{mean over } %d \text{ positions} = %.4f"
+                 r"\text{ nats};\ %d \text{ argmax tokens change}" % (T, compare["kl"].mean(), changed))
+        fig = prediction_change_figure(labels, compare["p_expected_a"], compare["p_expected_b"], compare["kl"],
+                                       title="Probability of the expected next token, with and without the causal mask")
+        webapp.chart(fig, table, "masking-predictions")
+        st.dataframe(table, hide_index=True)
+        st.caption("Without the mask, a position can copy the next token from the input instead of predicting it. "
+                   "Even the last position, which sees every position either way, changes when N > 1: the earlier "
+                   "positions it reads from were themselves computed with the future in view.")
 
-enc = f"encoder.{i}.self_attn"
-fig = masked_attention_figure(trace[f"{enc}.scores"][row, j].numpy(), trace[f"{enc}.masked_scores"][row, j].numpy(),
-                              trace[f"{enc}.weights"][row, j].numpy(), src_labels, src_labels,
-                              title=f"Row {row}, encoder layer {i}, head {j}: self-attention over the padded source")
-enc_w = trace[f"{enc}.weights"][row, j].numpy()
-webapp.chart(fig, {"query": np.repeat(src_labels, S_max), "key": np.tile(src_labels, S_max), "weight": enc_w.ravel()},
-             "masking-batch-encoder")
-cross_w = trace[f"decoder.{i}.cross_attn.weights"][row, j].numpy()  # (T_max, S_max)
-fig = attention_map(cross_w, src_labels, tgt_labels, title=f"Row {row}, decoder layer {i}, head {j}: cross-attention",
-                    x_title="source key", y_title="target query")
-webapp.chart(fig, {"target": np.repeat(tgt_labels, S_max), "source": np.tile(src_labels, T_max),
-                   "weight": cross_w.ravel()}, "masking-batch-cross")
+if padding_tab.open:
+    with padding_tab:
+        st.markdown(
+            "Sentences of different lengths are padded with `<pad>` to one length, so that a batch is one tensor. "
+            "The padding mask sets the scores of `<pad>` *keys* to −∞, in encoder self-attention and in "
+            "cross-attention, so real tokens compute exactly what they would alone."
+        )
+        examples = [s for s in webapp.EXAMPLES.get(sel.src_lang, webapp.EXAMPLES["de"]) if s != sel.sentence]
+        others = st.multiselect("Other sentences in the batch", examples, default=examples[:2], key="masking_batch")
+        sentences = (sel.sentence, *others)
+        try:
+            trace, src_tokens, tgt_tokens, checks = padded_batch(sel.checkpoint, sentences)
+        except Exception as exc:  # an example the tokenizer rejects must not break the page
+            st.warning(f"The batch could not be run: {webapp.escape_markdown(str(exc))}")
+            st.stop()
+        B, S_max = trace["src.token_ids"].shape
+        T_max = trace["tgt.token_ids"].shape[1]
+        st.latex(r"\text{sources } (B, S_{max}) = (%d, %d),\quad \text{targets } (B, T_{max}) = (%d, %d)"
+                 % (B, S_max, B, T_max))
+        webapp.reset_stale_index("masking_row", B)  # the batch or its lengths may have changed
+        row = st.selectbox("Batch row", list(range(B)), key="masking_row",
+                           format_func=lambda b: f"row {b}: {len(src_tokens[b])} source tokens + "
+                                                 f"{S_max - len(src_tokens[b])} <pad>, {len(tgt_tokens[b])} target tokens + "
+                                                 f"{T_max - len(tgt_tokens[b])} <pad>")
+        # Row 0 is the user's sentence: show it as the model got it (cleaned), not as typed.
+        webapp.show_user_text(f"Row {row}: source sentence", run.source_text if row == 0 else sentences[row])
+        S_b, T_b = len(src_tokens[row]), len(tgt_tokens[row])
+        src_labels = token_labels(src_tokens[row] + ["<pad>"] * (S_max - S_b))
+        tgt_labels = token_labels(tgt_tokens[row] + ["<pad>"] * (T_max - T_b))
+        key_real = trace["src.token_ids"][row].numpy() != cfg.pad_id  # (S_max,)
+        fig = key_mask_figure(key_real, src_labels, title=f"Row {row}: padded source and its padding mask (grey = &lt;pad&gt;)")
+        webapp.chart(fig, {"position": src_labels, "may attend": key_real}, "masking-padding-mask")
 
-# The checks cover every layer and head, not only the ones drawn.
-check = checks[row]
-pad_weight, enc_diff, dec_diff, same_target = (check["pad_weight"], check["encoder_diff"], check["decoder_diff"],
-                                               check["same_target"])
-c1, c2, c3 = st.columns(3)
-c1.metric("largest weight on a <pad> key (all layers, heads)", f"{pad_weight:.1g}")
-c2.metric("max |Δ| encoder output vs the sentence alone", f"{enc_diff:.2e}")
-c3.metric("max |Δ| decoder output vs the sentence alone", f"{dec_diff:.2e}")
-if not (~key_real).any():
-    st.caption("This row is the longest source in the batch: it has no <pad>. Pick another row to see padding.")
-if pad_weight == 0.0 and enc_diff <= ATOL and same_target and dec_diff <= ATOL:
-    st.success(f"Padding changes nothing for the real tokens: every <pad> key has weight exactly 0, and the "
-               f"outputs match the single-sentence run within {ATOL:g}.")
-else:
-    st.error("The padded batch does not reproduce the single-sentence run (see the numbers above).")
+        enc = f"encoder.{i}.self_attn"
+        fig = masked_attention_figure(trace[f"{enc}.scores"][row, j].numpy(), trace[f"{enc}.masked_scores"][row, j].numpy(),
+                                      trace[f"{enc}.weights"][row, j].numpy(), src_labels, src_labels,
+                                      title=f"Row {row}, encoder layer {i}, head {j}: self-attention over the padded source")
+        enc_w = trace[f"{enc}.weights"][row, j].numpy()
+        webapp.chart(fig, {"query": np.repeat(src_labels, S_max), "key": np.tile(src_labels, S_max), "weight": enc_w.ravel()},
+                     "masking-batch-encoder")
+        cross_w = trace[f"decoder.{i}.cross_attn.weights"][row, j].numpy()  # (T_max, S_max)
+        fig = attention_map(cross_w, src_labels, tgt_labels, title=f"Row {row}, decoder layer {i}, head {j}: cross-attention",
+                            x_title="source key", y_title="target query")
+        webapp.chart(fig, {"target": np.repeat(tgt_labels, S_max), "source": np.tile(src_labels, T_max),
+                           "weight": cross_w.ravel()}, "masking-batch-cross")
+
+        # The checks cover every layer and head, not only the ones drawn.
+        check = checks[row]
+        pad_weight, enc_diff, dec_diff, same_target = (check["pad_weight"], check["encoder_diff"], check["decoder_diff"],
+                                                       check["same_target"])
+        c1, c2, c3 = st.columns(3)
+        c1.metric("largest weight on a <pad> key (all layers, heads)", f"{pad_weight:.1g}")
+        c2.metric("max |Δ| encoder output vs the sentence alone", f"{enc_diff:.2e}")
+        c3.metric("max |Δ| decoder output vs the sentence alone", f"{dec_diff:.2e}")
+        if not (~key_real).any():
+            st.caption("This row is the longest source in the batch: it has no <pad>. Pick another row to see padding.")
+        if pad_weight == 0.0 and enc_diff <= ATOL and same_target and dec_diff <= ATOL:
+            st.success(f"Padding changes nothing for the real tokens: every <pad> key has weight exactly 0, and the "
+                       f"outputs match the single-sentence run within {ATOL:g}.")
+        else:
+            st.error("The padded batch does not reproduce the single-sentence run (see the numbers above).")

@@ -51,8 +51,12 @@ d_model, S = cfg.d_model, len(run.src_ids)
 st.latex(r"PE_{(pos,\,2i)} = \sin\!\Big(\frac{pos}{%g^{2i/%d}}\Big),\qquad "
          r"PE_{(pos,\,2i+1)} = \cos\!\Big(\frac{pos}{%g^{2i/%d}}\Big)" % (cfg.pe_base, d_model, cfg.pe_base, d_model))
 
-# --- 1. the matrix, with an adjustable base ------------------------------------------------------
-st.header("1. The PE matrix")
+trace = run.trace
+embedding = trace["src.embedding"][0].numpy()  # (S, d_model)
+positional = trace["src.positional"].numpy()  # (S, d_model)
+total = trace["src.input"][0].numpy()  # (S, d_model): the encoder's input, used by steps 4 and 5
+
+# The base and the number of positions apply to steps 1–3.
 left, right = st.columns(2)
 with left:
     default_base = int(cfg.pe_base) if int(cfg.pe_base) in BASES else 10000
@@ -63,96 +67,103 @@ with right:
     length = int(st.slider("Positions shown", min_value=2, max_value=cfg.max_len,
                            value=min(cfg.max_len, max(S, 50))))
 if base != cfg.pe_base:
-    st.info(f"Exploring base {base:g}; the model itself (and sections 4–5) uses base {cfg.pe_base:g}.")
+    st.info(f"Exploring base {base:g}; the model itself (and steps 4–5) uses base {cfg.pe_base:g}.")
 pe = pe_matrix(length, d_model, base)
-fig = positional_figure("pe_heatmap", pe, f"PE, {length} positions × d_model = {d_model} (base {base:g})")
-webapp.chart(fig, pd.DataFrame(pe), "positional-matrix")
-shown_bases = sorted({100.0, 1000.0, 10000.0, 100000.0, base})
-webapp.chart(positional_figure("wavelength_figure", d_model, shown_bases, base),
-             pd.DataFrame({f"base {b:g}": plots.wavelengths(d_model, b) for b in shown_bases}),
-             "positional-wavelengths")
 
-# --- 2. curves ------------------------------------------------------------------------------------
-st.header("2. sin/cos curves of chosen dimensions")
-# Fast, medium and slow waves: wavelength 2π, 2π·base^(1/8) and 2π·base^(1/2) positions.
-defaults = sorted({0, 1, d_model // 8, d_model // 2})
-dims = st.multiselect("Dimensions", list(range(d_model)), default=defaults)
-if dims:
-    webapp.chart(positional_figure("pe_curves_figure", pe, dims, d_model, base),
-                 pd.DataFrame({f"dim {d}": pe[:, d] for d in dims}), "positional-curves",
-                 caption="Lines: the formula evaluated between positions. Markers: the rows of the PE matrix.")
+matrix_tab, curves_tab, similarity_tab, sum_tab, order_tab = webapp.steps([
+    "1. The PE matrix",
+    "2. sin/cos curves of chosen dimensions",
+    "3. Position-by-position similarity",
+    "4. Embedding + positional encoding = the encoder's input",
+    "5. Same words, another order",
+], key="positional_step")
 
-# --- 3. how positions resemble each other ---------------------------------------------------------
-st.header("3. Position-by-position similarity")
-kind = st.radio("Similarity", ["dot", "cosine"], horizontal=True,
-                format_func=lambda k: "dot product" if k == "dot" else "cosine")
-st.latex(r"PE_p \cdot PE_q = \sum_{i} \cos\!\Big(\frac{p - q}{%g^{2i/%d}}\Big),\qquad "
-         r"\lVert PE_p \rVert^2 = d_{model}/2 = %d" % (base, d_model, d_model // 2))
-st.markdown("The dot product depends only on the distance p − q: nearby positions look alike, and the "
-            "pattern is the same along every diagonal.")
-similarity = plots.position_similarity(pe, kind)
-fig = positional_figure("position_similarity_heatmap", similarity, kind, f"PE_p · PE_q ({kind}), base {base:g}")
-webapp.chart(fig, pd.DataFrame(similarity), "positional-similarity")
+if matrix_tab.open:
+    with matrix_tab:
+        fig = positional_figure("pe_heatmap", pe, f"PE, {length} positions × d_model = {d_model} (base {base:g})")
+        webapp.chart(fig, pd.DataFrame(pe), "positional-matrix")
+        shown_bases = sorted({100.0, 1000.0, 10000.0, 100000.0, base})
+        webapp.chart(positional_figure("wavelength_figure", d_model, shown_bases, base),
+                     pd.DataFrame({f"base {b:g}": plots.wavelengths(d_model, b) for b in shown_bases}),
+                     "positional-wavelengths")
 
-# --- 4. embedding + PE for this sentence ---------------------------------------------------------
-st.header("4. Embedding + positional encoding = the encoder's input")
-trace = run.trace
-embedding = trace["src.embedding"][0].numpy()  # (S, d_model)
-positional = trace["src.positional"].numpy()  # (S, d_model)
-total = trace["src.input"][0].numpy()  # (S, d_model)
-mean_norm = float(np.linalg.norm(embedding, axis=-1).mean())
-st.latex(r"\text{input}_{pos} = E[\text{id}_{pos}]\sqrt{%d} + PE_{pos},\qquad "
-         r"\overline{\lVert E\sqrt{d_{model}} \rVert} = %.3f,\quad \lVert PE_{pos} \rVert = \sqrt{%d/2} = %.3f"
-         % (d_model, mean_norm, d_model, math.sqrt(d_model / 2)))
-webapp.chart(positional_figure("embedding_plus_pe_figure", embedding, positional, total, run.src_tokens),
-             pd.concat({"embedding": pd.DataFrame(embedding), "positional": pd.DataFrame(positional),
-                        "input": pd.DataFrame(total)}), "positional-sum")
-webapp.chart(positional_figure("norms_figure", embedding, positional, total, run.src_tokens),
-             pd.DataFrame({"token": webapp.row_names(run.src_tokens),
-                           "embedding": np.linalg.norm(embedding, axis=-1),
-                           "positional": np.linalg.norm(positional, axis=-1),
-                           "input": np.linalg.norm(total, axis=-1)}), "positional-norms")
+if curves_tab.open:
+    with curves_tab:
+        # Fast, medium and slow waves: wavelength 2π, 2π·base^(1/8) and 2π·base^(1/2) positions.
+        defaults = sorted({0, 1, d_model // 8, d_model // 2})
+        dims = st.multiselect("Dimensions", list(range(d_model)), default=defaults)
+        if dims:
+            webapp.chart(positional_figure("pe_curves_figure", pe, dims, d_model, base),
+                         pd.DataFrame({f"dim {d}": pe[:, d] for d in dims}), "positional-curves",
+                         caption="Lines: the formula evaluated between positions. Markers: the rows of the PE matrix.")
 
-# --- 5. the same words in another order -------------------------------------------------------------
-st.header("5. Same words, another order")
-st.markdown("The sentence with its words reversed has the same tokens, so the same embedding rows; only the "
-            "positional encoding differs, so the inputs differ. Without it, the encoder could not tell the "
-            "two sentences apart except by shuffling its outputs. A token that occurs several times is "
-            "paired with its occurrences in the other order one by one.")
-reversed_text = plots.reversed_words(run.source_text)
-if reversed_text == run.source_text:
-    st.info("Reversing the words gives the same text (a single word?): type a longer sentence to compare.")
-    st.stop()
-try:
-    other_text, other_tokens, other_embedding, other_input = reversed_inputs(sel.checkpoint, reversed_text)
-except InputError as exc:
-    st.warning(webapp.escape_markdown(str(exc)))
-    st.stop()
-left, right = st.columns(2)
-with left:
-    webapp.show_user_text("Original order", run.source_text)
-with right:
-    webapp.show_user_text("Reversed word order", other_text)
-same_multiset = sorted(run.src_tokens) == sorted(other_tokens)
-if not same_multiset:
-    st.info("The tokenizer cut the reversed text slightly differently; tokens without a partner are marked.")
-matches = plots.match_positions(run.src_tokens, other_tokens)
-difference = plots.order_difference(total, other_input, matches)
-emb_difference = plots.order_difference(embedding, other_embedding, matches)
-table = pd.DataFrame({
-    "token": run.src_tokens,
-    "position (original)": range(S),
-    "position (reversed)": pd.array(matches, dtype="Int64"),
-    "‖Δ embedding‖": np.linalg.norm(emb_difference, axis=-1),
-    "‖Δ input‖": np.linalg.norm(difference, axis=-1),
-})
-moved = [i for i, j in enumerate(matches) if j is not None and j != i]
-if moved:
-    worst = max(moved, key=lambda i: table["‖Δ input‖"][i])
-    st.latex(r"\text{same token, moved from position } %d \text{ to } %d:\ \lVert \Delta E \rVert = %.3g,"
-             r"\ \lVert \Delta\,\text{input} \rVert = \lVert PE_{%d} - PE_{%d} \rVert = %.3f"
-             % (worst, matches[worst], table["‖Δ embedding‖"][worst], worst, matches[worst],
-                table["‖Δ input‖"][worst]))
-st.dataframe(table, hide_index=True)
-webapp.chart(positional_figure("order_difference_heatmap", difference, run.src_tokens, matches),
-             pd.DataFrame(difference, index=webapp.row_names(run.src_tokens)), "positional-order")
+if similarity_tab.open:
+    with similarity_tab:
+        kind = st.radio("Similarity", ["dot", "cosine"], horizontal=True,
+                        format_func=lambda k: "dot product" if k == "dot" else "cosine")
+        st.latex(r"PE_p \cdot PE_q = \sum_{i} \cos\!\Big(\frac{p - q}{%g^{2i/%d}}\Big),\qquad "
+                 r"\lVert PE_p \rVert^2 = d_{model}/2 = %d" % (base, d_model, d_model // 2))
+        st.markdown("The dot product depends only on the distance p − q: nearby positions look alike, and the "
+                    "pattern is the same along every diagonal.")
+        similarity = plots.position_similarity(pe, kind)
+        fig = positional_figure("position_similarity_heatmap", similarity, kind, f"PE_p · PE_q ({kind}), base {base:g}")
+        webapp.chart(fig, pd.DataFrame(similarity), "positional-similarity")
+
+if sum_tab.open:
+    with sum_tab:
+        mean_norm = float(np.linalg.norm(embedding, axis=-1).mean())
+        st.latex(r"\text{input}_{pos} = E[\text{id}_{pos}]\sqrt{%d} + PE_{pos},\qquad "
+                 r"\overline{\lVert E\sqrt{d_{model}} \rVert} = %.3f,\quad \lVert PE_{pos} \rVert = \sqrt{%d/2} = %.3f"
+                 % (d_model, mean_norm, d_model, math.sqrt(d_model / 2)))
+        webapp.chart(positional_figure("embedding_plus_pe_figure", embedding, positional, total, run.src_tokens),
+                     pd.concat({"embedding": pd.DataFrame(embedding), "positional": pd.DataFrame(positional),
+                                "input": pd.DataFrame(total)}), "positional-sum")
+        webapp.chart(positional_figure("norms_figure", embedding, positional, total, run.src_tokens),
+                     pd.DataFrame({"token": webapp.row_names(run.src_tokens),
+                                   "embedding": np.linalg.norm(embedding, axis=-1),
+                                   "positional": np.linalg.norm(positional, axis=-1),
+                                   "input": np.linalg.norm(total, axis=-1)}), "positional-norms")
+
+if order_tab.open:
+    with order_tab:
+        st.markdown("The sentence with its words reversed has the same tokens, so the same embedding rows; only the "
+                    "positional encoding differs, so the inputs differ. Without it, the encoder could not tell the "
+                    "two sentences apart except by shuffling its outputs. A token that occurs several times is "
+                    "paired with its occurrences in the other order one by one.")
+        reversed_text = plots.reversed_words(run.source_text)
+        if reversed_text == run.source_text:
+            st.info("Reversing the words gives the same text (a single word?): type a longer sentence to compare.")
+            st.stop()
+        try:
+            other_text, other_tokens, other_embedding, other_input = reversed_inputs(sel.checkpoint, reversed_text)
+        except InputError as exc:
+            st.warning(webapp.escape_markdown(str(exc)))
+            st.stop()
+        left, right = st.columns(2)
+        with left:
+            webapp.show_user_text("Original order", run.source_text)
+        with right:
+            webapp.show_user_text("Reversed word order", other_text)
+        same_multiset = sorted(run.src_tokens) == sorted(other_tokens)
+        if not same_multiset:
+            st.info("The tokenizer cut the reversed text slightly differently; tokens without a partner are marked.")
+        matches = plots.match_positions(run.src_tokens, other_tokens)
+        difference = plots.order_difference(total, other_input, matches)
+        emb_difference = plots.order_difference(embedding, other_embedding, matches)
+        table = pd.DataFrame({
+            "token": run.src_tokens,
+            "position (original)": range(S),
+            "position (reversed)": pd.array(matches, dtype="Int64"),
+            "‖Δ embedding‖": np.linalg.norm(emb_difference, axis=-1),
+            "‖Δ input‖": np.linalg.norm(difference, axis=-1),
+        })
+        moved = [i for i, j in enumerate(matches) if j is not None and j != i]
+        if moved:
+            worst = max(moved, key=lambda i: table["‖Δ input‖"][i])
+            st.latex(r"\text{same token, moved from position } %d \text{ to } %d:\ \lVert \Delta E \rVert = %.3g,"
+                     r"\ \lVert \Delta\,\text{input} \rVert = \lVert PE_{%d} - PE_{%d} \rVert = %.3f"
+                     % (worst, matches[worst], table["‖Δ embedding‖"][worst], worst, matches[worst],
+                        table["‖Δ input‖"][worst]))
+        st.dataframe(table, hide_index=True)
+        webapp.chart(positional_figure("order_difference_heatmap", difference, run.src_tokens, matches),
+                     pd.DataFrame(difference, index=webapp.row_names(run.src_tokens)), "positional-order")

@@ -47,66 +47,75 @@ embedding = run.trace["src.embedding"][0].numpy()  # (S, d_model), already × �
 st.latex(r"x = E[\text{id}] \cdot \sqrt{d_{model}},\qquad E \in \mathbb{R}^{V \times d_{model}} = "
          r"\mathbb{R}^{%d \times %d},\quad S = %d\ \text{tokens}" % (V, d_model, S))
 
-# --- 1. tokens and IDs ---------------------------------------------------------------------------
-st.header("1. Tokens and their IDs")
-webapp.show_user_text(f"Source ({sel.src_lang})", run.source_text)
-st.markdown("`▁` marks the start of a word; `</s>` ends the source so the encoder knows where it stops.")
-st.dataframe(pd.DataFrame({"position": range(S), "token": tokens, "ID": ids}), hide_index=True)
+ids_tab, padding_tab, embedding_tab, scaling_tab, similarity_tab, neighbours_tab = webapp.steps([
+    "1. Tokens and their IDs",
+    "2. Padding to a fixed length",
+    "3. The embedding rows of this sentence",
+    "4. The ×√d_model scaling",
+    "5. Which tokens of the sentence look alike?",
+    "6. Nearest neighbours in the vocabulary",
+], key="tokens_step")
 
-# --- 2. padding ----------------------------------------------------------------------------------
-st.header("2. Padding to a fixed length")
-st.markdown(
-    "Sentences in a batch have different lengths, but a tensor needs one. Shorter ones are filled with "
-    "`<pad>` (ID %d), and a padding mask records which positions are real so that attention ignores the rest."
-    % cfg.pad_id
-)
-if st.toggle("Pad this sentence", value=True):
-    length = int(st.number_input("Padded length", min_value=S, max_value=cfg.max_len,
-                                 value=min(S + 4, cfg.max_len), step=1))
-    padded, mask = plots.pad_ids(ids, length, cfg.pad_id)
-    st.latex(r"\text{mask}_j = [\,\text{id}_j \neq %d\,]:\ %d\ \text{real} + %d\ \text{padding} = %d"
-             % (cfg.pad_id, S, length - S, length))
-    webapp.chart(tokens_figure("padding_figure", tokens, padded, mask),
-                 pd.DataFrame({"ID": padded, "mask": mask}), "tokens-padding")
+if ids_tab.open:
+    with ids_tab:
+        webapp.show_user_text(f"Source ({sel.src_lang})", run.source_text)
+        st.markdown("`▁` marks the start of a word; `</s>` ends the source so the encoder knows where it stops.")
+        st.dataframe(pd.DataFrame({"position": range(S), "token": tokens, "ID": ids}), hide_index=True)
 
-# --- 3. the embedding matrix rows --------------------------------------------------------------
-st.header("3. The embedding rows of this sentence")
-st.markdown(f"Each row is one token's vector: its ID selects row E[id] of the {V} × {d_model} matrix "
-            "(tied: the same matrix embeds the target and projects to the output vocabulary).")
-fig = tokens_figure("embedding_heatmap", embedding, tokens, "src.embedding = E[id]·√d_model  (S × d_model)")
-webapp.chart(fig, pd.DataFrame(embedding, index=webapp.row_names(tokens)), "tokens-embedding")
+if padding_tab.open:
+    with padding_tab:
+        st.markdown(
+            "Sentences in a batch have different lengths, but a tensor needs one. Shorter ones are filled with "
+            "`<pad>` (ID %d), and a padding mask records which positions are real so that attention ignores the rest."
+            % cfg.pad_id
+        )
+        if st.toggle("Pad this sentence", value=True):
+            length = int(st.number_input("Padded length", min_value=S, max_value=cfg.max_len,
+                                         value=min(S + 4, cfg.max_len), step=1))
+            padded, mask = plots.pad_ids(ids, length, cfg.pad_id)
+            st.latex(r"\text{mask}_j = [\,\text{id}_j \neq %d\,]:\ %d\ \text{real} + %d\ \text{padding} = %d"
+                     % (cfg.pad_id, S, length - S, length))
+            webapp.chart(tokens_figure("padding_figure", tokens, padded, mask),
+                         pd.DataFrame({"ID": padded, "mask": mask}), "tokens-padding")
 
-# --- 4. the √d_model scaling --------------------------------------------------------------------
-st.header("4. The ×√d_model scaling")
-position = st.selectbox("Token", list(range(S)), format_func=lambda i: f"{i}: {tokens[i]}")
-raw = ckpt.model.src_embed.weight[ids[position]].detach().cpu().numpy()
-scaled = embedding[position]
-root = math.sqrt(d_model)
-st.latex(r"E[%d] \cdot \sqrt{d_{model}} = E[%d] \cdot \sqrt{%d} = E[%d] \cdot %.4f,\qquad "
-         r"\lVert E[%d] \rVert = %.4f \;\to\; %.4f"
-         % (ids[position], ids[position], d_model, ids[position], root, ids[position],
-            np.linalg.norm(raw), np.linalg.norm(scaled)))
-st.markdown("Without the factor, the embedding rows (initialised with norm ≈ 1) would be small next to the "
-            f"positional encoding, whose every row has norm √(d_model/2) = {math.sqrt(d_model / 2):.4g}.")
-webapp.chart(tokens_figure("scaling_figure", raw, scaled, tokens[position], d_model),
-             pd.DataFrame({"raw": raw, "scaled": scaled}), "tokens-scaling")
+if embedding_tab.open:
+    with embedding_tab:
+        st.markdown(f"Each row is one token's vector: its ID selects row E[id] of the {V} × {d_model} matrix "
+                    "(tied: the same matrix embeds the target and projects to the output vocabulary).")
+        fig = tokens_figure("embedding_heatmap", embedding, tokens, "src.embedding = E[id]·√d_model  (S × d_model)")
+        webapp.chart(fig, pd.DataFrame(embedding, index=webapp.row_names(tokens)), "tokens-embedding")
 
-# --- 5. cosine similarity within the sentence ----------------------------------------------------
-st.header("5. Which tokens of the sentence look alike?")
-st.latex(r"\cos(x_i, x_j) = \frac{x_i \cdot x_j}{\lVert x_i \rVert\, \lVert x_j \rVert}"
-         r"\quad\text{(the factor }\sqrt{d_{model}}\text{ cancels)}")
-similarity = plots.cosine_similarity_matrix(embedding)
-webapp.chart(tokens_figure("cosine_heatmap", similarity, tokens, "Cosine similarity of the embedding rows"),
-             pd.DataFrame(similarity, index=webapp.row_names(tokens), columns=webapp.row_names(tokens)), "tokens-cosine")
+if scaling_tab.open:
+    with scaling_tab:
+        position = st.selectbox("Token", list(range(S)), format_func=lambda i: f"{i}: {tokens[i]}")
+        raw = ckpt.model.src_embed.weight[ids[position]].detach().cpu().numpy()
+        scaled = embedding[position]
+        root = math.sqrt(d_model)
+        st.latex(r"E[%d] \cdot \sqrt{d_{model}} = E[%d] \cdot \sqrt{%d} = E[%d] \cdot %.4f,\qquad "
+                 r"\lVert E[%d] \rVert = %.4f \;\to\; %.4f"
+                 % (ids[position], ids[position], d_model, ids[position], root, ids[position],
+                    np.linalg.norm(raw), np.linalg.norm(scaled)))
+        st.markdown("Without the factor, the embedding rows (initialised with norm ≈ 1) would be small next to the "
+                    f"positional encoding, whose every row has norm √(d_model/2) = {math.sqrt(d_model / 2):.4g}.")
+        webapp.chart(tokens_figure("scaling_figure", raw, scaled, tokens[position], d_model),
+                     pd.DataFrame({"raw": raw, "scaled": scaled}), "tokens-scaling")
 
-# --- 6. nearest neighbours in the vocabulary ------------------------------------------------------
-st.header("6. Nearest neighbours in the vocabulary")
-st.markdown(f"For each token, the rows of E (all {V} of them) with the highest cosine similarity to its own. "
-            "Training pulls tokens used in similar contexts together; #0 is always the token itself (cosine 1).")
-k = st.slider("Neighbours per token", min_value=2, max_value=min(10, V), value=min(5, V))
-top, sims, names = nearest(sel.checkpoint, tuple(ids), k)
-webapp.chart(tokens_figure("neighbours_figure", tokens, names, sims),
-             pd.DataFrame({"token": [t for t in webapp.row_names(tokens) for _ in range(k)],
-                           "rank": list(range(k)) * S,
-                           "neighbour": [n for row in names for n in row],
-                           "neighbour ID": top.reshape(-1), "cosine": sims.reshape(-1)}), "tokens-neighbours")
+if similarity_tab.open:
+    with similarity_tab:
+        st.latex(r"\cos(x_i, x_j) = \frac{x_i \cdot x_j}{\lVert x_i \rVert\, \lVert x_j \rVert}"
+                 r"\quad\text{(the factor }\sqrt{d_{model}}\text{ cancels)}")
+        similarity = plots.cosine_similarity_matrix(embedding)
+        webapp.chart(tokens_figure("cosine_heatmap", similarity, tokens, "Cosine similarity of the embedding rows"),
+                     pd.DataFrame(similarity, index=webapp.row_names(tokens), columns=webapp.row_names(tokens)), "tokens-cosine")
+
+if neighbours_tab.open:
+    with neighbours_tab:
+        st.markdown(f"For each token, the rows of E (all {V} of them) with the highest cosine similarity to its own. "
+                    "Training pulls tokens used in similar contexts together; #0 is always the token itself (cosine 1).")
+        k = st.slider("Neighbours per token", min_value=2, max_value=min(10, V), value=min(5, V))
+        top, sims, names = nearest(sel.checkpoint, tuple(ids), k)
+        webapp.chart(tokens_figure("neighbours_figure", tokens, names, sims),
+                     pd.DataFrame({"token": [t for t in webapp.row_names(tokens) for _ in range(k)],
+                                   "rank": list(range(k)) * S,
+                                   "neighbour": [n for row in names for n in row],
+                                   "neighbour ID": top.reshape(-1), "cosine": sims.reshape(-1)}), "tokens-neighbours")

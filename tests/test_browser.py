@@ -167,9 +167,23 @@ def toggle_causal_mask(pg) -> None:
     assert_page_healthy(pg, "Masking lab")
 
 
+def open_step(pg, label_start: str) -> None:
+    """Click a page's step (a tab of webapp.steps): only the open step runs, so its charts arrive with the
+    rerun the click starts. Waits for a chart in the open step, then for the run to end."""
+    tab = pg.get_by_role("tab", name=re.compile("^" + re.escape(label_start)))
+    assert tab.count() == 1, f"no step {label_start!r}"
+    tab.click()
+    assert tab.get_attribute("aria-selected") == "true"
+    pg.locator('[role="tabpanel"]:not([hidden]) [data-testid="stPlotlyChart"] svg.main-svg').first.wait_for(
+        timeout=WAIT_MS)
+    wait_for_run(pg, 0)
+
+
 def type_a_longer_sentence_on_the_masking_lab(pg) -> None:
     """The batch-row choice names token counts; a new sentence changes them. The browser then sends back
     a label that is no longer an option, and the page must not fail on it (20 sessions at once found that)."""
+    open_step(pg, "2 · The padding mask")
+    assert_page_healthy(pg, "Masking lab, step 2")
     assert pg.get_by_role("combobox", name="Batch row").count() == 1, "the Masking lab has no 'Batch row' choice"
     sentence = pg.get_by_label(re.compile(r"^Sentence")).input_value()
     commit_sentence(pg, "Ein Mann und eine Frau gehen mit zwei kleinen Hunden durch den großen Park am See."

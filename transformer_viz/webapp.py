@@ -275,6 +275,14 @@ def reset_stale_index(key: str, n: int) -> None:
         st.session_state[key] = 0
 
 
+def steps(labels: list[str], key: str) -> list:
+    """A page's numbered steps as tabs, of which only the open one runs (`if tab.open:`): a new sentence
+    then builds, sends and draws only that step's figures, about half the CPU of the whole page for
+    the server and for the student's browser. Each session keeps its open step under `key`; a widget
+    inside a closed step is not rendered, so it starts from its default when the step opens again."""
+    return st.tabs(labels, key=key, on_change="rerun")
+
+
 def escape_markdown(text: str) -> str:
     """Backslash-escape Markdown syntax, so text shown through st.info/st.markdown stays literal."""
     out = []
