@@ -223,7 +223,7 @@ def measure_cpu(browser, url: str, server_pid: int, commits: int, timeout_s: flo
         page.set_default_timeout(timeout_s * 1000)
         b0, s0 = cpu_seconds(chromium_pids()), cpu_seconds([server_pid])
         page.goto(f"{url}/{'' if info['default'] else info['url_path']}")
-        wait_for_run(page, 0, timeout_s)
+        wait_for_run(page, 0, timeout_s, title=info["title"])
         b1, s1 = cpu_seconds(chromium_pids()), cpu_seconds([server_pid])
         area = page.get_by_label(re.compile(r"^Sentence")).first
         lang = sentence_language(area.get_attribute("aria-label") or "")
@@ -261,7 +261,7 @@ def measure_browser(checkpoints: Path, timeout_s: float, commits: int = 0) -> di
         proc, url, health_s = start_server(checkpoints, timeout_s=timeout_s)
         try:
             page.goto(url)
-            wait_for_run(page, 0, timeout_s)
+            wait_for_run(page, 0, timeout_s, title=next(p["title"] for p in app_pages() if p["default"]))
             out["cold_start_s"] = time.perf_counter() - t0
             out["server_ready_s"] = health_s
             out["first_page_charts"] = page.locator('[data-testid="stMain"] [data-testid="stPlotlyChart"]').count()

@@ -77,19 +77,22 @@ class Session:
         self.page = None
         self.lang = "de"
 
-    async def open(self, url_path: str = "") -> None:
+    async def open(self, page: dict | None = None) -> None:
+        """A new context on `page` (an app_pages() entry; None: the default page), drawn."""
         context = await self.browser.new_context(viewport={"width": 1280, "height": 900})
         await context.add_init_script(COUNT_RUNS_JS)
         self.page = await context.new_page()
         self.page.set_default_timeout(self.timeout_s * 1000)
         self.page.on("dialog", lambda d: asyncio.ensure_future(d.dismiss()))
-        await self.goto(url_path)
+        await self.goto(page)
         label = await self.area().get_attribute("aria-label") or ""
         self.lang = sentence_language(label)
 
-    async def goto(self, url_path: str = "") -> None:
-        await self.page.goto(f"{self.url}/{url_path}")
-        await self.wait(0)
+    async def goto(self, page: dict | None = None) -> None:
+        """Load `page` (None: the default page) and wait until its run is over and its charts are drawn."""
+        page = page or next(p for p in app_pages() if p["default"])
+        await self.page.goto(f"{self.url}/{'' if page['default'] else page['url_path']}")
+        await self.wait(0, title=page["title"])  # a fast first run may never show as "running"
 
     def area(self):
         return self.page.get_by_label(re.compile(r"^Sentence")).first
@@ -141,12 +144,11 @@ async def user(k: int, browser, url: str, args, pages: list[dict], stats: dict, 
     info = pages[k % len(pages)]
     await asyncio.sleep(args.ramp * k / max(1, args.sessions))  # users arrive spread over --ramp seconds
     session = Session(browser, url, args.timeout)
-    path = "" if info["default"] else info["url_path"]
     try:
         for attempt in range(3):
             try:
                 t = time.perf_counter()
-                await session.open(path)
+                await session.open(info)
                 stats["open_latencies"].append(time.perf_counter() - t)
                 break
             except Exception as exc:  # noqa: BLE001 - a failure to open is a recorded error, then a retry
@@ -172,7 +174,7 @@ async def user(k: int, browser, url: str, args, pages: list[dict], stats: dict, 
         except Exception as exc:  # noqa: BLE001
             stats["errors"].append({"session": k, "page": info["title"], "error": f"{type(exc).__name__}: {exc}"[:300]})
             try:  # start over on the same page, as a user would reload
-                await session.goto("" if info["default"] else info["url_path"])
+                await session.goto(info)
             except Exception:  # noqa: BLE001
                 break
         stats["interactions"] += 1
@@ -291,7 +293,7 @@ async def soak(args, url: str, pid: int) -> dict:
                 errors.append({"step": i, "page": title, "error": f"{type(exc).__name__}: {exc}"[:300]})
                 log(f"soak: step {i} ({title}) failed: {type(exc).__name__}; reloading")
                 counted["before_reloads"] = await runs()
-                await session.goto("")
+                await session.goto()
 
         warm_steps = len(pages) * k
         log(f"soak: warm-up of {warm_steps} steps ({len(pages)} pages x {k} sentences)")

@@ -89,7 +89,7 @@ def page(browser, app_url):
     pg.on("dialog", on_dialog)
     # A short first sentence (the default example is long in the tiny vocabulary, and slow to draw).
     pg.goto(f"{app_url}/?s=" + urllib.parse.quote(FIRST_SENTENCE))
-    wait_for_run(pg, 0)
+    wait_for_run(pg, 0, sentence=FIRST_SENTENCE)
     yield pg
     context.close()
 
