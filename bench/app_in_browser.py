@@ -77,6 +77,11 @@ def app_pages() -> list[dict]:
     return pages
 
 
+def default_page() -> dict:
+    """The page app.py opens at the root URL (its st.Page with default=True)."""
+    return next(p for p in app_pages() if p["default"])
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

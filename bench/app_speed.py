@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from app_in_browser import (CHECKPOINTS_ENV, CHROMIUM, CHROMIUM_ARGS, COUNT_RUNS_JS, PAGE_ERRORS_JS, ROOT,  # noqa: F401
-                            RUN_DONE_JS, app_pages, start_server, stop_server)
+                            RUN_DONE_JS, app_pages, default_page, start_server, stop_server)
 
 TARGETS = {"rerun_ms": 200, "cold_start_s": 10, "rss_mib": 1024}
 
@@ -261,7 +261,7 @@ def measure_browser(checkpoints: Path, timeout_s: float, commits: int = 0) -> di
         proc, url, health_s = start_server(checkpoints, timeout_s=timeout_s)
         try:
             page.goto(url)
-            wait_for_run(page, 0, timeout_s, title=next(p["title"] for p in app_pages() if p["default"]))
+            wait_for_run(page, 0, timeout_s, title=default_page()["title"])
             out["cold_start_s"] = time.perf_counter() - t0
             out["server_ready_s"] = health_s
             out["first_page_charts"] = page.locator('[data-testid="stMain"] [data-testid="stPlotlyChart"]').count()

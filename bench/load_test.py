@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from app_in_browser import (CHROMIUM, CHROMIUM_ARGS, COUNT_RUNS_JS, PAGE_ERRORS_JS, ROOT, RUN_DONE_JS,  # noqa: E402
-                            app_pages, start_server, stop_server)
+                            app_pages, default_page, start_server, stop_server)
 from app_speed import WORDS, nav_link, pid_listening_on, rss_bytes, sentence_language  # noqa: E402
 
 MIB = 2**20
@@ -90,7 +90,7 @@ class Session:
 
     async def goto(self, page: dict | None = None) -> None:
         """Load `page` (None: the default page) and wait until its run is over and its charts are drawn."""
-        page = page or next(p for p in app_pages() if p["default"])
+        page = page or default_page()
         await self.page.goto(f"{self.url}/{'' if page['default'] else page['url_path']}")
         await self.wait(0, title=page["title"])  # a fast first run may never show as "running"
 

@@ -82,27 +82,6 @@ def make_app(checkpoint_dir, monkeypatch):
 
 
 @pytest.fixture()
-def every_step():
-    """every_step(at, key) -> {chart name: plotly JSON} over all the tabs of a page's webapp.steps(..., key),
-    opening each in turn (only the open step runs); the last step is left open."""
-
-    def collect(at, key: str) -> dict[str, str]:
-        labels = [tab.label for tab in at.tabs]
-        assert labels, "the page has no steps"
-        found = {}
-        for label in labels:
-            at.session_state[key] = label
-            at.run()
-            assert not at.exception, [e.value for e in at.exception]
-            shown = {c.proto.id.split("chart-", 1)[1]: c.proto.spec for c in at.get("plotly_chart")}
-            assert not set(shown) & set(found), f"{label}: a chart of another step is shown too"
-            found.update(shown)
-        return found
-
-    return collect
-
-
-@pytest.fixture()
 def open_step():
     """open_step(at, key, n) -> at, rerun with the n-th step (from 0) of the page's webapp.steps(..., key) open."""
 
@@ -113,3 +92,21 @@ def open_step():
         return at
 
     return open_
+
+
+@pytest.fixture()
+def every_step(open_step):
+    """every_step(at, key) -> {chart name: plotly JSON} over all the tabs of a page's webapp.steps(..., key),
+    opening each in turn (only the open step runs); the last step is left open."""
+
+    def collect(at, key: str) -> dict[str, str]:
+        labels = [tab.label for tab in at.tabs]
+        assert labels, "the page has no steps"
+        found = {}
+        for n, label in enumerate(labels):
+            shown = {c.proto.id.split("chart-", 1)[1]: c.proto.spec for c in open_step(at, key, n).get("plotly_chart")}
+            assert not set(shown) & set(found), f"{label}: a chart of another step is shown too"
+            found.update(shown)
+        return found
+
+    return collect
