@@ -146,3 +146,22 @@ def test_a_warm_start_carries_weights_and_embeddings_across_vocabularies(tmp_pat
     unseen = next(t for t in new_vocab if t not in old_vocab)
     pieces = tiny_checkpoint.tokenizer(unseen.replace("▁", " "), add_special_tokens=False)["input_ids"]
     assert torch.allclose(model.src_embed.weight[new_vocab[unseen]], old.src_embed.weight[pieces].mean(dim=0))
+
+
+def test_continuing_an_exported_checkpoint_keeps_its_tokenizer_step_and_history(tmp_path, pairs):
+    first = train(_config(epochs=2), tmp_path / "a", pairs=pairs, out_dir=tmp_path / "ckpt", progress=False,
+                  log=lambda *_: None)
+    logs = []
+    more = train(_config(epochs=3, continue_from=str(tmp_path / "ckpt")), tmp_path / "b", pairs=pairs,
+                 out_dir=tmp_path / "ckpt2", progress=False, log=logs.append)
+    assert any("continuing from" in line and "epoch 2" in line for line in logs)
+    assert (tmp_path / "b" / "tokenizer" / "tokenizer.json").read_text() == \
+        (tmp_path / "ckpt" / "tokenizer" / "tokenizer.json").read_text()
+    # The schedule goes on: one more epoch of the same batches, counted from the exported step.
+    assert [h["epoch"] for h in more["history"]] == [1, 2, 3]
+    assert more["history"][:2] == first["history"]
+    assert more["history"][2]["step"] == 2 * first["history"][0]["step"] + first["history"][0]["step"]
+    # The exported weights stay the ones to beat: the best epoch is 3 only if it scored higher.
+    best_before = sum(v for k, v in first["history"][1].items() if k.endswith("_bleu"))
+    best_after = sum(v for k, v in more["history"][2].items() if k.endswith("_bleu"))
+    assert more["best_epoch"] == (3 if best_after > best_before else 2)

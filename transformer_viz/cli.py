@@ -285,6 +285,7 @@ TRAIN_FLAG_HELP = {
     "multi30k_copies": "times Multi30k's training pairs appear in one epoch",
     "tatoeba_copies": "times Tatoeba's training pairs appear in one epoch (0: Multi30k only)",
     "init_from": "warm start from this checkpoint directory (its vocabulary may differ)",
+    "continue_from": "go on training this checkpoint (its tokenizer, weights, step and history; Adam restarts)",
     "num_beams": "decoding default written to the checkpoint's generation_config.json",
     "length_penalty": "length-penalty exponent α written to generation_config.json",
     "amp": "auto (fp16 on CUDA), bf16, or off",

@@ -51,6 +51,7 @@ class TrainConfig:
     multi30k_copies: int = 1  # times Multi30k's training pairs appear in an epoch
     tatoeba_copies: int = 0  # times Tatoeba's training pairs appear in an epoch (0 = Multi30k only)
     init_from: str = ""  # warm start: a checkpoint directory whose weights (and embeddings, by token) seed the model
+    continue_from: str = ""  # go on from an exported checkpoint (weights, tokenizer, step, history) when no state exists
     num_beams: int = 1  # decoding defaults written into the checkpoint's generation_config.json
     length_penalty: float = 0.6
 
@@ -248,6 +249,31 @@ def build_tokenizer(tc: TrainConfig, run_dir: Path, corpora: Corpora, dist: Dist
 
 
 @torch.no_grad()
+def continue_from_checkpoint(model: Transformer, run_dir: Path, checkpoint_dir: str | Path, log=print) -> TrainState:
+    """Seed a run from an exported checkpoint whose training state is gone: its weights, its epoch and step
+    count (so the learning-rate schedule goes on where it stopped) and its history. A checkpoint holds no
+    optimizer state, so Adam's moment estimates start again from zero. The tokenizer must be the checkpoint's
+    own; :func:`start_run` copies it into the run directory before the model is built.
+    """
+    from .checkpoint import load_checkpoint
+
+    old = load_checkpoint(checkpoint_dir)
+    model.load_state_dict(old.model.state_dict())
+    training, history = old.metadata.get("training", {}), old.metadata.get("history", [])
+    last = history[-1] if history else {}
+    scores = [value for key, value in last.items() if key.endswith("_bleu")]
+    state = TrainState(step=int(training.get("steps", last.get("step", 0))), epoch=int(last.get("epoch", 0)),
+                       history=list(history), elapsed_s=float(last.get("elapsed_s", 0.0)),
+                       best_bleu=sum(scores) / len(scores) if scores else -1.0, best_epoch=int(last.get("epoch", 0)))
+    # The checkpoint stays the one to beat: a later epoch replaces it only with a better validation score.
+    from safetensors.torch import save_file
+
+    save_file(state_dict_for_saving(model), str(run_dir / "best.safetensors"))
+    log(f"continuing from {checkpoint_dir}: epoch {state.epoch}, step {state.step}; Adam's moments start at zero")
+    return state
+
+
+@torch.no_grad()
 def warm_start(model: Transformer, tokenizer, checkpoint_dir: str | Path, log=print) -> None:
     """Seed ``model`` from a trained checkpoint that may have another vocabulary.
 
@@ -422,6 +448,11 @@ def start_run(tc: TrainConfig, run_dir: Path, data_dir=None, tatoeba_dir=None, p
     quiet = log if dist.main else (lambda *_: None)
 
     corpora = load_corpora(tc, data_dir, tatoeba_dir, pairs)
+    if tc.continue_from and not (run_dir / "tokenizer" / "tokenizer.json").is_file() and dist.main:
+        import shutil
+
+        shutil.copytree(Path(tc.continue_from) / "tokenizer", run_dir / "tokenizer", dirs_exist_ok=True)
+    dist.barrier()
     tokenizer = tokenizer or build_tokenizer(tc, run_dir, corpora, dist)
     cfg: ModelConfig = preset(tc.config, vocab_size=len(tokenizer), **tc.model_overrides)
     (run_dir / "train_config.json").write_text(json.dumps(asdict(tc), indent=2))
@@ -432,6 +463,8 @@ def start_run(tc: TrainConfig, run_dir: Path, data_dir=None, tatoeba_dir=None, p
     if saved:
         quiet(f"resuming from epoch {state.epoch}, step {state.step} "
               f"(lr {learning_rate(state.step, cfg.d_model, tc.warmup, tc.lr_factor):.2e})")
+    elif tc.continue_from:
+        state = continue_from_checkpoint(model, run_dir, tc.continue_from, log=quiet)
     elif tc.init_from:
         warm_start(model, tokenizer, tc.init_from, log=quiet)
     train_model = model
