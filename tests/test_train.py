@@ -15,7 +15,7 @@ import torch
 from safetensors.torch import load_file
 
 from transformer_viz.data import DataError, make_batch, read_split, token_batches
-from transformer_viz.train import TrainConfig, learning_rate, train
+from transformer_viz.train import TrainConfig, TrainState, learning_rate, rewarmup_factor, train
 
 from conftest import synthetic_pairs
 
@@ -152,7 +152,7 @@ def test_continuing_an_exported_checkpoint_keeps_its_tokenizer_step_and_history(
     first = train(_config(epochs=2), tmp_path / "a", pairs=pairs, out_dir=tmp_path / "ckpt", progress=False,
                   log=lambda *_: None)
     logs = []
-    more = train(_config(epochs=3, continue_from=str(tmp_path / "ckpt")), tmp_path / "b", pairs=pairs,
+    more = train(_config(epochs=3, continue_from=str(tmp_path / "ckpt"), average_last=3), tmp_path / "b", pairs=pairs,
                  out_dir=tmp_path / "ckpt2", progress=False, log=logs.append)
     assert any("continuing from" in line and "epoch 2" in line for line in logs)
     assert (tmp_path / "b" / "tokenizer" / "tokenizer.json").read_text() == \
@@ -165,3 +165,19 @@ def test_continuing_an_exported_checkpoint_keeps_its_tokenizer_step_and_history(
     best_before = sum(v for k, v in first["history"][1].items() if k.endswith("_bleu"))
     best_after = sum(v for k, v in more["history"][2].items() if k.endswith("_bleu"))
     assert more["best_epoch"] == (3 if best_after > best_before else 2)
+    # The exported weights join the epochs that the final averaging may take in.
+    exported = load_file(str(tmp_path / "ckpt" / "model.safetensors"))
+    start = load_file(str(tmp_path / "b" / "epoch002.safetensors"))
+    assert all(torch.allclose(start[k].float(), exported[k].float(), atol=1e-3) for k in exported)
+
+
+def test_after_continuing_the_learning_rate_ramps_up_again_from_zero():
+    tc, state = _config(rewarmup=100), TrainState(step=5000, restart_step=5000)
+    factors = []
+    for _ in range(150):
+        state.step += 1
+        factors.append(rewarmup_factor(tc, state))
+    assert factors[0] == pytest.approx(0.01) and factors[49] == pytest.approx(0.5)
+    assert factors[99:] == [1.0] * 51
+    assert rewarmup_factor(tc, TrainState(step=10)) == 1.0  # a run that never continued is not touched
+    assert rewarmup_factor(_config(rewarmup=0), TrainState(step=5001, restart_step=5000)) == 1.0

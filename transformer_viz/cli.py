@@ -286,6 +286,7 @@ TRAIN_FLAG_HELP = {
     "tatoeba_copies": "times Tatoeba's training pairs appear in one epoch (0: Multi30k only)",
     "init_from": "warm start from this checkpoint directory (its vocabulary may differ)",
     "continue_from": "go on training this checkpoint (its tokenizer, weights, step and history; Adam restarts)",
+    "rewarmup": "after --continue-from, steps over which the learning rate ramps up again from 0",
     "num_beams": "decoding default written to the checkpoint's generation_config.json",
     "length_penalty": "length-penalty exponent α written to generation_config.json",
     "amp": "auto (fp16 on CUDA), bf16, or off",

@@ -52,6 +52,7 @@ class TrainConfig:
     tatoeba_copies: int = 0  # times Tatoeba's training pairs appear in an epoch (0 = Multi30k only)
     init_from: str = ""  # warm start: a checkpoint directory whose weights (and embeddings, by token) seed the model
     continue_from: str = ""  # go on from an exported checkpoint (weights, tokenizer, step, history) when no state exists
+    rewarmup: int = 100  # after --continue-from: steps over which the learning rate ramps up again (Adam starts at zero)
     num_beams: int = 1  # decoding defaults written into the checkpoint's generation_config.json
     length_penalty: float = 0.6
 
@@ -193,6 +194,7 @@ class TrainState:
     best_bleu: float = -1.0  # the selection score: validation BLEU (mean over the validation sets)
     best_epoch: int = 0
     elapsed_s: float = 0.0
+    restart_step: int = -1  # the step at which training went on from an exported checkpoint (-1: never)
 
     @classmethod
     def from_dict(cls, info: dict | None) -> "TrainState":
@@ -262,13 +264,16 @@ def continue_from_checkpoint(model: Transformer, run_dir: Path, checkpoint_dir: 
     training, history = old.metadata.get("training", {}), old.metadata.get("history", [])
     last = history[-1] if history else {}
     scores = [value for key, value in last.items() if key.endswith("_bleu")]
-    state = TrainState(step=int(training.get("steps", last.get("step", 0))), epoch=int(last.get("epoch", 0)),
-                       history=list(history), elapsed_s=float(last.get("elapsed_s", 0.0)),
+    step = int(training.get("steps", last.get("step", 0)))
+    state = TrainState(step=step, epoch=int(last.get("epoch", 0)), history=list(history),
+                       elapsed_s=float(last.get("elapsed_s", 0.0)), restart_step=step,
                        best_bleu=sum(scores) / len(scores) if scores else -1.0, best_epoch=int(last.get("epoch", 0)))
     # The checkpoint stays the one to beat: a later epoch replaces it only with a better validation score.
     from safetensors.torch import save_file
 
     save_file(state_dict_for_saving(model), str(run_dir / "best.safetensors"))
+    # ... and one of the epochs the final weight averaging may take in.
+    save_file(state_dict_for_saving(model), str(run_dir / f"epoch{state.epoch:03d}.safetensors"))
     log(f"continuing from {checkpoint_dir}: epoch {state.epoch}, step {state.step}; Adam's moments start at zero")
     return state
 
@@ -320,7 +325,7 @@ def run_epoch(model, train_model, optimizer, scaler, batches: list[list[int]], e
     for idx in batches:
         batch = make_batch([examples[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id).to(device)
         state.step += 1
-        lr = learning_rate(state.step, cfg.d_model, tc.warmup, tc.lr_factor)
+        lr = learning_rate(state.step, cfg.d_model, tc.warmup, tc.lr_factor) * rewarmup_factor(tc, state)
         for group in optimizer.param_groups:
             group["lr"] = lr
         with _autocast(device, tc.amp), _attention_kernel(device):
@@ -351,6 +356,15 @@ def validation_bleu(model, tokenizer, validation: dict[str, list[tuple[str, str]
         hyps = translate_texts(model, tokenizer, [s for s, _ in chosen], beam_size=1)
         out[name] = score(hyps, [t for _, t in chosen]).bleu
     return out
+
+
+def rewarmup_factor(tc: TrainConfig, state: TrainState) -> float:
+    """After going on from an exported checkpoint Adam's moment estimates start from zero, so its first
+    updates are about lr · sign(gradient) for every weight; ramp the learning rate up again over
+    ``tc.rewarmup`` steps, as the paper's warm-up does for a fresh run."""
+    if state.restart_step < 0 or tc.rewarmup <= 0:
+        return 1.0
+    return min(1.0, (state.step - state.restart_step) / tc.rewarmup)
 
 
 def save_epoch_weights(run_dir: Path, model: Transformer, epoch: int, keep: int) -> None:
