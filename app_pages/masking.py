@@ -6,8 +6,9 @@ import pandas as pd
 import streamlit as st
 
 from transformer_viz import engine, webapp
-from transformer_viz.plots.common import token_labels, token_text
-from transformer_viz.plots.decoding import compare_predictions, future_mass, key_mask_figure, prediction_change_figure
+from transformer_viz.plots.common import token_labels
+from transformer_viz.plots.decoding import (compare_predictions, future_mass, key_mask_figure, mask_effect_text,
+                                            prediction_change_figure, prediction_table)
 from transformer_viz.plots.layers import attention_map, masked_attention_figure
 
 ATOL = 1e-5
@@ -20,18 +21,6 @@ def padded_batch(checkpoint: str, sentences: tuple[str, ...]):
     trace, src_tokens, tgt_tokens = engine.batch_trace(webapp.get_checkpoint(checkpoint), list(sentences))
     singles = [webapp.get_run(checkpoint, sentence) for sentence in sentences]
     return trace, src_tokens, tgt_tokens, engine.batch_differences(trace, src_tokens, tgt_tokens, singles)
-
-
-def mask_effect(compare: dict) -> str:
-    """What removing the mask did to this model, in the direction the table shows."""
-    before, after = compare["p_expected_a"].mean(), compare["p_expected_b"].mean()
-    changed, T = int((compare["argmax_a"] != compare["argmax_b"]).sum()), len(compare["kl"])
-    direction = "falls" if after < before else "rises"
-    return (f"This model was **trained with** the causal mask, so it never learned to use the future: removing "
-            f"the mask at inference feeds it inputs it has never seen. Averaged over the {T} positions, the "
-            f"probability of the expected next token **{direction} from {before:.3f} to {after:.3f}**, and "
-            f"{changed} of {T} argmax tokens change. A model *trained* without the mask would instead learn to "
-            f"copy the next token from its input — and could not generate, where no next token exists yet.")
 
 
 sel, run = webapp.page_header(
@@ -87,17 +76,7 @@ if causal_tab.open:
         compare = compare_predictions(run.trace["logits"][0].numpy(), unmasked.trace["logits"][0].numpy(),
                                       run.predicted_ids)
         tokens = webapp.get_checkpoint(sel.checkpoint).tokenizer.convert_ids_to_tokens
-        table = pd.DataFrame({
-            # a table shows text as is: no escaping, only the word-start mark as in the figures
-            "decoder input": [f"{t} {token_text(token)}" for t, token in enumerate(run.tgt_tokens)],
-            "expected next": [token_text(t) for t in tokens(run.predicted_ids)],
-            "argmax (mask)": [token_text(t) for t in tokens(compare["argmax_a"].tolist())],
-            "p (mask)": compare["p_argmax_a"],
-            "argmax (no mask)": [token_text(t) for t in tokens(compare["argmax_b"].tolist())],
-            "p (no mask)": compare["p_argmax_b"],
-            "p(expected), mask": compare["p_expected_a"], "p(expected), no mask": compare["p_expected_b"],
-            "KL(mask ‖ no mask)": compare["kl"],
-        })
+        table = pd.DataFrame(prediction_table(compare, run.tgt_tokens, tokens(run.predicted_ids), tokens))
         changed = int((compare["argmax_a"] != compare["argmax_b"]).sum())
         # The formula alone on its line, the numbers as text: together they were wider than the page.
         st.latex(r"D_{KL}(p_{\text{mask}} \,\|\, p_{\text{no mask}}) = \sum_v p_{\text{mask}}(v)\,"
@@ -109,7 +88,7 @@ if causal_tab.open:
                                                         "the causal mask")
         webapp.chart(fig, table, "masking-predictions")
         st.dataframe(table, hide_index=True)
-        st.markdown(mask_effect(compare))
+        st.markdown(mask_effect_text(compare))
         st.caption("Even the last position, which sees every position either way, changes when N > 1: the earlier "
                    "positions it reads from were themselves computed with the future in view.")
 

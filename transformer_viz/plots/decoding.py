@@ -157,6 +157,33 @@ def compare_predictions(logits_a, logits_b, expected_ids: list[int]) -> dict[str
     }
 
 
+def prediction_table(compare: dict, input_tokens: list[str], expected_tokens: list[str], to_tokens) -> dict[str, list]:
+    """The table of :func:`compare_predictions`, one row per decoder position: its input token, the expected next
+    token, each run's argmax with its probability, each run's probability of the expected token, and the KL.
+    ``to_tokens`` turns IDs into tokens; a table shows text as is (not escaped), only the word-start mark as in
+    the figures."""
+    argmax_a, argmax_b = to_tokens(compare["argmax_a"].tolist()), to_tokens(compare["argmax_b"].tolist())
+    return {"decoder input": [f"{t} {token_text(token)}" for t, token in enumerate(input_tokens)],
+            "expected next": list(map(token_text, expected_tokens)),
+            "argmax (mask)": list(map(token_text, argmax_a)), "p (mask)": compare["p_argmax_a"],
+            "argmax (no mask)": list(map(token_text, argmax_b)), "p (no mask)": compare["p_argmax_b"],
+            "p(expected), mask": compare["p_expected_a"], "p(expected), no mask": compare["p_expected_b"],
+            "KL(mask ‖ no mask)": compare["kl"]}
+
+
+def mask_effect_text(compare: dict) -> str:
+    """What removing the causal mask at inference did to a model trained with it (markdown), in the direction
+    :func:`compare_predictions` shows: the mean probability of the expected token, and how many argmaxes change."""
+    before, after = compare["p_expected_a"].mean(), compare["p_expected_b"].mean()
+    changed, T = int((compare["argmax_a"] != compare["argmax_b"]).sum()), len(compare["kl"])
+    direction = "falls" if after < before else "rises"
+    return (f"This model was **trained with** the causal mask, so it never learned to use the future: removing "
+            f"the mask at inference feeds it inputs it has never seen. Averaged over the {T} positions, the "
+            f"probability of the expected next token **{direction} from {before:.3f} to {after:.3f}**, and "
+            f"{changed} of {T} argmax tokens change. A model *trained* without the mask would instead learn to "
+            f"copy the next token from its input — and could not generate, where no next token exists yet.")
+
+
 def future_mass(weights) -> np.ndarray:
     """Per query row, the attention weight on later positions (strictly above the diagonal). (T, T) -> (T,)"""
     return np.triu(np.asarray(weights, dtype=np.float64), k=1).sum(-1)
