@@ -18,9 +18,9 @@ sel, run = webapp.page_header(
     "**feed-forward** network. After the last layer a linear map (tied to the embeddings) and a softmax "
     "give a distribution over the vocabulary for the next token. The target here is the model's own "
     "greedy translation, fed in as in training (teacher forcing).",
-    r"y' = \mathrm{LN}\big(y + \mathrm{MaskedMultiHead}(y, y, y)\big),\quad "
-    r"y'' = \mathrm{LN}\big(y' + \mathrm{MultiHead}(y', m, m)\big),\quad "
-    r"y''' = \mathrm{LN}\big(y'' + \mathrm{FFN}(y'')\big)")
+    r"\begin{gathered}y' = \mathrm{LN}\big(y + \mathrm{MaskedMultiHead}(y, y, y)\big),\quad "
+    r"y'' = \mathrm{LN}\big(y' + \mathrm{MultiHead}(y', m, m)\big),\\ "
+    r"y''' = \mathrm{LN}\big(y'' + \mathrm{FFN}(y'')\big)\end{gathered}")
 cfg, trace, i, j = run.config, run.trace, sel.layer, sel.head
 src_labels, tgt_labels = token_labels(run.src_tokens), token_labels(run.tgt_tokens)
 S, T = len(src_labels), len(tgt_labels)

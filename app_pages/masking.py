@@ -7,8 +7,8 @@ import streamlit as st
 
 from transformer_viz import engine, webapp
 from transformer_viz.plots.common import token_labels
-from transformer_viz.plots.decoding import (compare_predictions, future_mass, key_mask_figure, mask_effect_text,
-                                            prediction_change_figure, prediction_table)
+from transformer_viz.plots.decoding import (PREDICTION_HEADERS, compare_predictions, future_mass, key_mask_figure,
+                                            mask_effect_text, prediction_change_figure, prediction_table)
 from transformer_viz.plots.layers import attention_map, masked_attention_figure
 
 ATOL = 1e-5
@@ -87,7 +87,8 @@ if causal_tab.open:
                                    compare["kl"], title="Probability of the expected next token, with and without "
                                                         "the causal mask")
         webapp.chart(fig, table, "masking-predictions")
-        st.dataframe(table, hide_index=True)
+        st.dataframe(table, hide_index=True, column_config={name: st.column_config.Column(label, help=what)
+                                                             for name, (label, what) in PREDICTION_HEADERS.items()})
         st.markdown(mask_effect_text(compare))
         st.caption("Even the last position, which sees every position either way, changes when N > 1: the earlier "
                    "positions it reads from were themselves computed with the future in view.")

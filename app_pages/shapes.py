@@ -38,8 +38,9 @@ sel, run = webapp.page_header(
     "(causally masked) in decoder self-attention, T × S in cross-attention (decoder queries, encoder keys). "
     "The decoder ends in one score per vocabulary entry. B is the batch (1 here), S the source and T the "
     "target length.",
-    r"\text{encoder: } (B, S) \to (B, S, d_{model}) \to (B, h, S, d_k) \to (B, h, S, S) \to (B, S, d_{model})"
-    r"\qquad \text{decoder: } (B, T, d_{model}) \to (B, h, T, T) \to (B, h, T, S) \to (B, T, V)")
+    r"\begin{aligned}\text{encoder: }& (B, S) \to (B, S, d_{model}) \to (B, h, S, d_k) \to (B, h, S, S) \to "
+    r"(B, S, d_{model})\\ \text{decoder: }& (B, T, d_{model}) \to (B, h, T, T) \to (B, h, T, S) \to (B, T, V)"
+    r"\end{aligned}")
 
 cfg = run.config.to_dict()
 loaded_shapes = run.trace.shapes()
@@ -77,7 +78,10 @@ st.subheader("Every traced tensor")
 st.markdown("One row per name recorded in the forward pass (see docs/trace_names.md). "
             "A model with fewer layers has no entry (—) for the deeper ones.")
 rows = plots.shape_table(names, {f"loaded ({sel.checkpoint})": loaded_shapes, "paper base": base_shapes})
-# Tall enough for about 25 rows at once, and wide columns for the name and the formula, which were cut off.
+# Tall enough for about 25 rows at once; the names' column wide enough for the longest.
 st.dataframe(pd.DataFrame(rows), hide_index=True, height=900, width="stretch",
-             column_config={"name": st.column_config.TextColumn(width="medium"),
+             column_config={"name": st.column_config.TextColumn(width="medium")})
+st.markdown("What each tensor is: the same formulas in every layer i.")
+st.dataframe(pd.DataFrame(plots.formula_table(names)), hide_index=True, width="stretch",
+             column_config={"name (layer i)": st.column_config.TextColumn(width="medium"),
                             "formula": st.column_config.TextColumn(width="large")})

@@ -91,8 +91,9 @@ def test_reversed_order_same_tokens_different_inputs(tiny_model):
     assert table["position (original)"] == [0, 1, 2, 3, 4] and table["position (reversed)"] == matches
     np.testing.assert_allclose(table["‖Δ input‖"], norms)
     worst = int(np.argmax(norms))  # the moved token whose input changed most: its PE difference
-    assert rf"moved from position }} {worst} \text{{ to }} {matches[worst]}:" in pos.largest_move_latex(table)
-    assert rf"\lVert PE_{{{worst}}} - PE_{{{matches[worst]}}} \rVert = {norms[worst]:.3f}" in pos.largest_move_latex(table)
+    formula = pos.largest_move_latex(table)
+    assert rf"moved from position }} {worst} \text{{ to }} {matches[worst]}:" in formula
+    assert rf"\lVert PE_{{{worst}}} - PE_{{{matches[worst]}}} \rVert = {norms[worst]:.3f}" in formula
 
 
 def test_largest_move_needs_a_moved_token():

@@ -18,7 +18,12 @@ def test_shape_table_and_flow_use_the_traced_shapes(sentence_trace, tiny_model):
     assert by_name["decoder.0.cross_attn.weights"]["tiny"] == f"(1, {cfg.h}, {T}, {S})"
     assert by_name["decoder.0.cross_attn.weights"]["shape (symbols)"] == "(B, h, T, S)"
     assert by_name["encoder.5.out"]["tiny"] == "—"  # the tiny model has N = 2 layers
-    assert by_name["logits"]["formula"].startswith("decoder.out")
+    assert "formula" not in by_name["logits"]  # in the formula table, once per kind of tensor
+    formulas = shp.formula_table(names)
+    by_kind = {r["name (layer i)"]: r["formula"] for r in formulas}
+    assert len(formulas) == len(trace_names(1))  # every layer has the same names
+    assert by_kind["logits"].startswith("decoder.out") and by_kind["decoder.i.cross_attn.k"].startswith("K = memory")
+    assert list(by_kind)[:2] == ["src.token_ids", "src.embedding"] and "encoder.0.self_attn.q" not in by_kind
 
     steps = shp.flow_steps(trace.shapes(), names)
     shapes = [s["shape"] for s in steps]

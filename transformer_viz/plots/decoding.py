@@ -157,6 +157,21 @@ def compare_predictions(logits_a, logits_b, expected_ids: list[int]) -> dict[str
     }
 
 
+# The table's columns as headed on the page, with what each holds (shown on hover): the full names made nine
+# columns wider than the page at 1280 px. The data and its CSV keep the full names.
+PREDICTION_HEADERS = {
+    "decoder input": ("input", "the decoder's input token at this position"),
+    "expected next": ("expected", "the next token of the translation"),
+    "argmax (mask)": ("argmax, mask", "the most probable next token, with the causal mask"),
+    "p (mask)": ("p, mask", "its probability, with the causal mask"),
+    "argmax (no mask)": ("argmax, no mask", "the most probable next token, without the mask"),
+    "p (no mask)": ("p, no mask", "its probability, without the mask"),
+    "p(expected), mask": ("p(exp.), mask", "the probability of the expected next token, with the causal mask"),
+    "p(expected), no mask": ("p(exp.), no mask", "the probability of the expected next token, without the mask"),
+    "KL(mask ‖ no mask)": ("KL", "KL(mask ‖ no mask) between the two next-token distributions, in nats"),
+}
+
+
 def prediction_table(compare: dict, input_tokens: list[str], expected_tokens: list[str], to_tokens) -> dict[str, list]:
     """The table of :func:`compare_predictions`, one row per decoder position: its input token, the expected next
     token, each run's argmax with its probability, each run's probability of the expected token, and the KL.

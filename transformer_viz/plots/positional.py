@@ -168,7 +168,8 @@ def order_table(tokens: list[str], matches: list[int | None], emb_difference, di
     """The word-order comparison, per token of the original order: its position there and in the reversed
     sentence (None: no partner), and the norms of the two differences, ‖Δ embedding‖ (0 for a partnered
     token: the same row of E) and ‖Δ input‖ (NaN without a partner)."""
-    return {"token": list(tokens), "position (original)": list(range(len(tokens))), "position (reversed)": list(matches),
+    return {"token": list(tokens), "position (original)": list(range(len(tokens))),
+            "position (reversed)": list(matches),
             "‖Δ embedding‖": np.linalg.norm(np.asarray(emb_difference, dtype=np.float64), axis=-1).tolist(),
             "‖Δ input‖": np.linalg.norm(np.asarray(difference, dtype=np.float64), axis=-1).tolist()}
 

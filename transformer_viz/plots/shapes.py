@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import plotly.graph_objects as go
 
 from .common import ARROW, DECODER_FILL, ENCODER_FILL, OUTLINE, OUTPUT_FILL, base_layout, safe_label
@@ -33,18 +35,27 @@ def format_shape(shape) -> str:
 
 def shape_table(names: list[tuple[str, str, str]],
                 shapes_by_model: dict[str, dict[str, tuple[int, ...]]]) -> list[dict]:
-    """One row per traced name (from ``trace_names``): symbolic shape, each model's actual shape, formula.
+    """One row per traced name (from ``trace_names``): symbolic shape and each model's actual shape.
 
-    A model with fewer layers has no entry for the deeper names: shown as "—".
+    A model with fewer layers has no entry for the deeper names: shown as "—". The formulas are in
+    :func:`formula_table`, once per kind of tensor: beside the shapes they made the table wider than the page.
     """
     rows = []
-    for name, symbolic, formula in names:
+    for name, symbolic, _ in names:
         row = {"name": name, "shape (symbols)": symbolic}
         for model, shapes in shapes_by_model.items():
             row[model] = format_shape(shapes[name]) if name in shapes else "—"
-        row["formula"] = formula
         rows.append(row)
     return rows
+
+
+def formula_table(names: list[tuple[str, str, str]]) -> list[dict]:
+    """What each kind of traced tensor is: one row per name with its layer number written i
+    ("encoder.i.self_attn.q"), in trace order, with its formula. Every layer computes the same formulas."""
+    rows: dict[str, str] = {}
+    for name, _, formula in names:
+        rows.setdefault(re.sub(r"\.\d+\.", ".i.", name), formula)
+    return [{"name (layer i)": name, "formula": formula} for name, formula in rows.items()]
 
 
 def flow_steps(shapes: dict[str, tuple[int, ...]], names: list[tuple[str, str, str]]) -> list[dict]:
