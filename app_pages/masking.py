@@ -7,11 +7,10 @@ import streamlit as st
 
 from transformer_viz import engine, webapp
 from transformer_viz.plots.common import token_labels
-from transformer_viz.plots.decoding import (PREDICTION_HEADERS, compare_predictions, future_mass, key_mask_figure,
-                                            mask_effect_text, prediction_change_figure, prediction_table)
+from transformer_viz.plots.decoding import (PREDICTION_HEADERS, batch_row_labels, compare_predictions, future_mass,
+                                            key_mask_figure, mask_effect_text, prediction_change_figure,
+                                            prediction_table)
 from transformer_viz.plots.layers import attention_map, masked_attention_figure
-
-ATOL = 1e-5
 
 
 @st.cache_resource(show_spinner="Running the batch…", max_entries=32)
@@ -116,9 +115,7 @@ if padding_tab.open:
                  % (B, S_max, B, T_max))
         webapp.reset_stale_index("masking_row", B)  # the batch or its lengths may have changed
         row = st.selectbox("Batch row", list(range(B)), key="masking_row",
-                           format_func=lambda b: f"row {b}: {len(src_tokens[b])} source tokens + "
-                                                 f"{S_max - len(src_tokens[b])} <pad>, {len(tgt_tokens[b])} target tokens + "
-                                                 f"{T_max - len(tgt_tokens[b])} <pad>")
+                           format_func=batch_row_labels(src_tokens, tgt_tokens).__getitem__)
         # Row 0 is the user's sentence: show it as the model got it (cleaned), not as typed.
         webapp.show_user_text(f"Row {row}: source sentence", run.source_text if row == 0 else sentences[row])
         src_labels = token_labels(src_tokens[row] + ["<pad>"] * (S_max - len(src_tokens[row])))
@@ -146,9 +143,8 @@ if padding_tab.open:
         c3.metric("max |Δ| decoder output vs the sentence alone", f"{check['decoder_diff']:.2e}")
         if not (~key_real).any():
             st.caption("This row is the longest source in the batch: it has no <pad>. Pick another row to see padding.")
-        if (check["pad_weight"] == 0.0 and check["encoder_diff"] <= ATOL and check["same_target"]
-                and check["decoder_diff"] <= ATOL):
+        if check["matches"]:
             st.success(f"Padding changes nothing for the real tokens: every <pad> key has weight exactly 0, and the "
-                       f"outputs match the single-sentence run within {ATOL:g}.")
+                       f"outputs match the single-sentence run within {engine.BATCH_ATOL:g}.")
         else:
             st.error("The padded batch does not reproduce the single-sentence run (see the numbers above).")

@@ -7,9 +7,10 @@ import numpy as np
 import torch
 
 from transformer_viz.decoding import beam_search
-from transformer_viz.plots.decoding import (PREDICTION_HEADERS, beam_backtrack, beam_hypothesis, beam_tree,
-                                            beam_tree_figure, causal_mask_figure, compare_predictions, future_mass,
-                                            key_mask_figure, mask_effect_text, prediction_table, topk_figure)
+from transformer_viz.plots.decoding import (PREDICTION_HEADERS, batch_row_labels, beam_backtrack, beam_hypothesis,
+                                            beam_tree, beam_tree_figure, causal_mask_figure, compare_predictions,
+                                            future_mass, key_mask_figure, mask_effect_text, prediction_table,
+                                            topk_figure)
 from transformer_viz.tokenizer import EOS, PAD
 
 from tests.support.figures import traces
@@ -146,3 +147,9 @@ def test_prediction_table_and_the_statement_follow_the_comparison():
     text = mask_effect_text(compare)  # mean p(expected): 0.75 with the mask, 0.4 without
     assert "**falls from 0.750 to 0.400**, and 1 of 2 argmax tokens change" in text
     assert "rises from 0.400 to 0.750" in mask_effect_text(compare_predictions(other, logits, [0, 1]))
+
+
+def test_batch_row_labels_count_the_padding_of_each_row():
+    src, tgt = [["a", "b", "</s>"], ["c", "</s>"]], [["<s>", "x"], ["<s>", "y", "z", "w"]]
+    assert batch_row_labels(src, tgt) == ["row 0: 3 source tokens + 0 <pad>, 2 target tokens + 2 <pad>",
+                                          "row 1: 2 source tokens + 1 <pad>, 4 target tokens + 0 <pad>"]

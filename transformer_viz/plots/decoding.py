@@ -229,6 +229,15 @@ def prediction_change_figure(labels: list[str], p_masked, p_unmasked, kl, title:
     return make_figure(data, layout, title, 480)
 
 
+def batch_row_labels(src_tokens: list[list[str]], tgt_tokens: list[list[str]]) -> list[str]:
+    """How each row of a padded batch is made up: its source and target tokens, and the <pad> that fill
+    each to the batch's longest ("row 1: 5 source tokens + 3 <pad>, 7 target tokens + 0 <pad>")."""
+    S_max, T_max = max(map(len, src_tokens)), max(map(len, tgt_tokens))
+    return [f"row {b}: {len(src)} source tokens + {S_max - len(src)} <pad>, "
+            f"{len(tgt)} target tokens + {T_max - len(tgt)} <pad>"
+            for b, (src, tgt) in enumerate(zip(src_tokens, tgt_tokens))]
+
+
 def key_mask_figure(is_real, labels: list[str], title: str | None = None) -> go.Figure:
     """The padding mask of one batch row as a strip: real keys blue, <pad> keys grey (−∞ in the scores)."""
     return mask_figure(np.asarray(is_real, dtype=bool)[None, :], labels, ["may attend"], title, 170,
