@@ -5,6 +5,7 @@ import streamlit as st
 
 from transformer_viz import engine, webapp
 from transformer_viz.plots import shapes as plots
+from transformer_viz.plots.blocks import DIAGRAM_CAPTION
 from transformer_viz.trace import trace_names
 
 
@@ -55,7 +56,7 @@ loaded_steps = plots.flow_steps(loaded_shapes, names)
 st.latex(flow_latex(loaded_steps))
 fig = webapp.cached_figure(plots.shape_flow_figure, loaded_steps,
                            "Loaded model, layer 0 (every layer has the same shapes)")
-webapp.chart(fig, pd.DataFrame(loaded_steps), "shapes-flow-loaded")
+webapp.chart(fig, pd.DataFrame(loaded_steps), "shapes-flow-loaded", caption=DIAGRAM_CAPTION)
 
 st.subheader("The paper's base model (random weights)")
 V, d = base_cfg["vocab_size"], base_cfg["d_model"]
