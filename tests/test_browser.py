@@ -279,6 +279,26 @@ OVERFLOW_JS = """() => {
 }"""
 
 
+# The block diagrams (the architecture, the flows of shapes) as drawn: every label inside its box (a shape
+# named "block"), in type of at least 14 px. Returns {diagrams: how many, problems: [...]}.
+DIAGRAM_TEXT_JS = """() => {
+  const problems = [];
+  const plots = Array.from(document.querySelectorAll(
+    '[class*="st-key-chart-architecture"] .js-plotly-plot, [class*="st-key-chart-shapes-flow"] .js-plotly-plot'));
+  plots.forEach((gd) => {
+    const boxes = (gd.layout.shapes || []).map((shape, i) => [shape, i]).filter(([shape]) => shape.name === 'block')
+      .map(([, i]) => gd.querySelector(`.shapelayer path[data-index="${i}"]`).getBoundingClientRect());
+    gd.querySelectorAll('.textpoint text').forEach((t) => {
+      const r = t.getBoundingClientRect();
+      if (!boxes.some((b) => r.left >= b.left && r.right <= b.right && r.top >= b.top && r.bottom <= b.bottom))
+        problems.push(`diagram label ${JSON.stringify(t.textContent)} is not inside its box`);
+      if (parseFloat(getComputedStyle(t).fontSize) < 14)
+        problems.push(`diagram label ${JSON.stringify(t.textContent)} is smaller than 14 px`);
+    });
+  });
+  return {diagrams: plots.length, problems};
+}"""
+
 # Scroll the main area so that this element sits just under Streamlit's top bar.
 SCROLL_TO_JS = """(e) => {
   let s = e.parentElement;
@@ -304,14 +324,14 @@ def open_step_number(pg, labels: list[str], n: int) -> None:
 
 
 def test_nothing_is_cut_off_at_projector_size(projector_page):
-    """At 1280 × 720, on every page and every step of it: a screenshot each (kept in SCREENSHOTS), and no
-    formula or table wider than its container."""
+    """At 1280 × 720, on every page and every step of it: a screenshot each (kept in SCREENSHOTS), no
+    formula or table wider than its container, and the block diagrams' labels inside their boxes."""
     pg = projector_page
     for old in SCREENSHOTS.glob("*.png"):
         old.unlink()
     print(f"\nscreenshots at {PROJECTOR[0]}×{PROJECTOR[1]}: {SCREENSHOTS}")
     commit_sentence(pg, "ein mann spielt im park .")
-    cut, shots = [], []
+    cut, shots, diagrams = [], [], 0
     for info in app_pages():
         open_page(pg, info["title"])
         labels = step_labels(pg) or [None]
@@ -326,8 +346,12 @@ def test_nothing_is_cut_off_at_projector_size(projector_page):
             save_screenshot(pg, shot)
             shots.append(shot)
             cut += [f"{where}: {problem}" for problem in pg.evaluate(OVERFLOW_JS)]
+            drawn = pg.evaluate(DIAGRAM_TEXT_JS)
+            diagrams += drawn["diagrams"]
+            cut += [f"{where}: {problem}" for problem in drawn["problems"]]
         if len(labels) > 1:
             open_step_number(pg, labels, 0)  # the next visit of this page starts from its first step
     print(f"{len(shots)} screenshots in {SCREENSHOTS}")
     assert all(shot.stat().st_size > 10_000 for shot in shots)
+    assert diagrams == 3, "the Overview's architecture and the Shapes page's two flows"
     assert cut == [], "cut off at 1280 px:\n" + "\n".join(cut)
