@@ -23,7 +23,8 @@ def test_architecture_is_readable_and_shows_flow_residuals_and_memory(N, d_model
     # the data flow, bottom to top: IDs → embedding + PE → the layer's sublayers, each with its Add & Norm → out
     assert first_lines == ["source token IDs", f"embedding ×√{d_model} + PE",
                            "target IDs: &lt;s&gt; + output", f"embedding ×√{d_model} + PE",
-                           "multi-head self-attention", "Add &amp; Norm", f"feed-forward, d_ff = {d_ff}", "Add &amp; Norm",
+                           "multi-head self-attention", "Add &amp; Norm",
+                           f"feed-forward, d_ff = {d_ff}", "Add &amp; Norm",
                            "masked self-attention", "Add &amp; Norm", "cross-attention", "Add &amp; Norm",
                            f"feed-forward, d_ff = {d_ff}", "Add &amp; Norm",
                            "encoder output (memory)", "linear (tied: x Eᵀ)", "softmax: P(next token)"]

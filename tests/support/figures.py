@@ -31,7 +31,8 @@ def diagram_blocks(figure) -> list[dict]:
     """The labelled boxes of a block diagram (plots/blocks.py): each rectangle named "block" with its fill and
     the text drawn at its centre (as lines), in drawing order."""
     points = [(x, y, text, colour) for trace in figure.data if trace.mode == "text"
-              for x, y, text, colour in zip(trace.x, trace.y, trace.text, _per_point(trace.textfont.color, len(trace.x)))]
+              for x, y, text, colour in zip(trace.x, trace.y, trace.text,
+                                            _per_point(trace.textfont.color, len(trace.x)))]
     blocks = []
     for shape in figure.layout.shapes:
         if shape.name != "block":

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from .blocks import GAP, Diagram, stack
+from .blocks import FRAME_TOP, GAP, Diagram, stack
 from .common import ADD_NORM_FILL, DECODER_FILL, EMBEDDING_FILL, ENCODER_FILL, OUTPUT_FILL
 
 # x from 0 to 100: each column's boxes, the frame around its layer, and its residual paths (on the outer
@@ -15,6 +15,7 @@ ENCODER = {"boxes": (12, 43), "frame": (6, 46), "residual": 8.6, "repeat": 3}
 DECODER = {"boxes": (57, 88), "frame": (54, 94), "residual": 91.4, "repeat": 97}
 MEMORY_X = 50  # the encoder output runs down to cross-attention between the two columns
 FRAME_PAD = 18  # px between a frame's bottom and its first sublayer
+ADD_NORM_HOVER = "the residual x + Sublayer(x), normalised by LayerNorm"
 
 
 def _layer(diagram: Diagram, column: dict, y: float, sublayers: list[tuple[str, list[str], str]], N: int,
@@ -22,7 +23,7 @@ def _layer(diagram: Diagram, column: dict, y: float, sublayers: list[tuple[str, 
     """One layer's sublayers, each followed by its Add & Norm, inside a frame marked N×; returns the boxes."""
     items = []
     for fill, lines, hover in sublayers:
-        items += [(fill, lines, hover), (ADD_NORM_FILL, ["Add &amp; Norm"], "LayerNorm(x + Sublayer(x)) (Post-LN)")]
+        items += [(fill, lines, hover), (ADD_NORM_FILL, ["Add &amp; Norm"], ADD_NORM_HOVER)]
     boxes = stack(diagram, *column["boxes"], y, items, GAP)
     for sublayer, norm in zip(boxes[::2], boxes[1::2]):
         diagram.residual(sublayer, norm, column["residual"])
@@ -37,11 +38,11 @@ def architecture_figure(N: int, d_model: int, h: int, d_ff: int, vocab_size: int
     along the data flow, the residual connections, and the memory into every decoder layer's cross-attention."""
     diagram, d_k = Diagram(), d_model // h
     inputs = {}
-    for column, side, L, fill in ((ENCODER, "source", S, EMBEDDING_FILL), (DECODER, "target", T, EMBEDDING_FILL)):
-        first = "source token IDs" if side == "source" else "target IDs: &lt;s&gt; + output"
+    for column, side, L, first in ((ENCODER, "source", S, "source token IDs"),
+                                   (DECODER, "target", T, "target IDs: &lt;s&gt; + output")):
         inputs[side] = stack(diagram, *column["boxes"], 0, [
-            (fill, [first, f"<b>(1, {L})</b>"], f"{side} token IDs (1, {L})"),
-            (fill, [f"embedding ×√{d_model} + PE", f"<b>(1, {L}, {d_model})</b>"],
+            (EMBEDDING_FILL, [first, f"<b>(1, {L})</b>"], f"{side} token IDs (1, {L})"),
+            (EMBEDDING_FILL, [f"embedding ×√{d_model} + PE", f"<b>(1, {L}, {d_model})</b>"],
              f"E[IDs] × √{d_model} + positional encoding: (1, {L}, {d_model})")], GAP)
     y = inputs["source"][-1].y1 + GAP + FRAME_PAD
     encoder = _layer(diagram, ENCODER, y, [
@@ -58,10 +59,10 @@ def architecture_figure(N: int, d_model: int, h: int, d_ff: int, vocab_size: int
          f"hidden (1, {T}, {d_ff}), out (1, {T}, {d_model})")], N, "decoder")
     for column, below in ((encoder, inputs["source"]), (decoder, inputs["target"])):
         diagram.flow(below[-1], column[0])
-    memory = stack(diagram, *ENCODER["boxes"], encoder[-1].y1 + 12 + GAP, [  # above the encoder's frame
+    memory = stack(diagram, *ENCODER["boxes"], encoder[-1].y1 + FRAME_TOP + GAP, [  # above the encoder's frame
         (ENCODER_FILL, ["encoder output (memory)", f"<b>(1, {S}, {d_model})</b>"],
          f"the last encoder layer's output (1, {S}, {d_model}): keys and values of every cross-attention")], GAP)[0]
-    output = stack(diagram, *DECODER["boxes"], decoder[-1].y1 + 12 + GAP, [
+    output = stack(diagram, *DECODER["boxes"], decoder[-1].y1 + FRAME_TOP + GAP, [
         (OUTPUT_FILL, ["linear (tied: x Eᵀ)", f"<b>(1, {T}, {vocab_size})</b> logits"],
          f"the decoder output times the embedding matrix transposed: (1, {T}, {vocab_size})"),
         (OUTPUT_FILL, ["softmax: P(next token)", f"<b>(1, {T}, {vocab_size})</b>"],

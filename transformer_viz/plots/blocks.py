@@ -31,6 +31,7 @@ FRAME_FILL = "#f4f4f4"  # the frame around a layer's sublayers
 BOTTOM_MARGIN, TOP_MARGIN = 10, 60  # px, as the layout below sets them
 GAP = 24  # px between two boxes of a column: room for an arrow
 BRANCH = 10  # px under a sublayer where its residual branches off the stream (less than GAP)
+FRAME_TOP = 12  # px between a frame's last box and its top edge
 # What the lines of a diagram mean, said under each one.
 DIAGRAM_CAPTION = ("Bottom to top, as in the paper. Grey arrows: the data flow. Blue: the residual connections, "
                    "x + Sublayer(x), into each Add & Norm. The encoder's output (the memory) gives the keys and "
@@ -101,7 +102,7 @@ class Diagram:
               hover: str) -> None:
         """A frame around a layer's sublayers (drawn under them), with its repeat count (``label``, "3×")
         outside it at ``label_x``."""
-        y0, y1 = min(b.y0 for b in inner) - pad, max(b.y1 for b in inner) + 12
+        y0, y1 = min(b.y0 for b in inner) - pad, max(b.y1 for b in inner) + FRAME_TOP
         self.frames.append({"type": "rect", "x0": x0, "y0": y0, "x1": x1, "y1": y1, "fillcolor": FRAME_FILL,
                             "line": {"color": OUTLINE, "width": 1.5}, "layer": "below", "name": "layer frame"})
         self.annotations.append({"x": label_x, "y": (y0 + y1) / 2, "text": f"<b>{label}</b>", "showarrow": False,
