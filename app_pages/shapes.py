@@ -79,10 +79,11 @@ st.subheader("Every traced tensor")
 st.markdown("One row per name recorded in the forward pass (see docs/trace_names.md). "
             "A model with fewer layers has no entry (—) for the deeper ones.")
 rows = plots.shape_table(names, {f"loaded ({sel.checkpoint})": loaded_shapes, "paper base": base_shapes})
-# Tall enough for about 25 rows at once; the names' column wide enough for the longest.
+# Tall enough for about 25 rows at once; the columns of names wide enough for the longest
+# ("broadcastable to (B, h, T, S)", "decoder.5.cross_attn.masked_scores"), the four within 1280 px.
 st.dataframe(pd.DataFrame(rows), hide_index=True, height=900, width="stretch",
-             column_config={"name": st.column_config.TextColumn(width="medium")})
+             column_config={"name": st.column_config.TextColumn(width=270),
+                            "shape (symbols)": st.column_config.TextColumn(width=210)})
 st.markdown("What each tensor is: the same formulas in every layer i.")
-st.dataframe(pd.DataFrame(plots.formula_table(names)), hide_index=True, width="stretch",
-             column_config={"name (layer i)": st.column_config.TextColumn(width="medium"),
-                            "formula": st.column_config.TextColumn(width="large")})
+# A static table: its long formulas wrap instead of being cut at the edge of a cell.
+st.table(pd.DataFrame(plots.formula_table(names)), hide_index=True)
