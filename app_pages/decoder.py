@@ -31,11 +31,11 @@ st.caption(f"Layer {i} of N = {cfg.N}, head {j} of h = {cfg.h} (change them in t
 
 self_tab, cross_tab, norm_tab, ffn_tab, output_tab = webapp.steps([
     "1 · Masked self-attention",
-    "2 · Cross-attention (decoder → encoder)",
+    "2 · Cross-attention",
     "3 · Add & Norm (three of them)",
     "4 · Feed-forward",
     "5 · Output distribution",
-], key="decoder_step")
+], key="decoder_step")  # short labels: all five tabs fit at 1280 px
 
 if self_tab.open:
     with self_tab:
