@@ -245,8 +245,9 @@ def test_script_injection_stays_text(page):
 
 
 # Everything in the main area that is wider than the box it sits in, so that part of it is cut off or hidden
-# behind a scroll bar: a formula (.katex) wider than its element, or a table whose columns do not fit
-# (st.dataframe scrolls inside its grid, st.table inside its wrapper). Each as "what: content px > box px".
+# behind a scroll bar: a formula (.katex) wider than its element, a tab bar whose last steps are hidden, or a
+# table whose columns do not fit (st.dataframe scrolls inside its grid, st.table inside its wrapper). Each as
+# "what: content px > box px".
 OVERFLOW_JS = """() => {
   const main = document.querySelector('[data-testid="stMain"]');
   const visible = (e) => e.getClientRects().length > 0;  // not in a hidden tab
@@ -263,6 +264,11 @@ OVERFLOW_JS = """() => {
     const left = Math.min(...runs.map((r) => r.left)), right = Math.max(...runs.map((r) => r.right));
     if (left < box.left - 1 || right > box.right + 1)
       out.push(`formula ${JSON.stringify(k.textContent.slice(0, 60))}: ${px(right - left)} > ${px(box.width)}`);
+  });
+  // A page's steps: a tab bar that scrolls hides its last tabs.
+  main.querySelectorAll('[role="tablist"]').forEach((bar) => {
+    if (visible(bar) && bar.scrollWidth > bar.clientWidth + 1)
+      out.push(`tab bar: its tabs ${px(bar.scrollWidth)} > ${px(bar.clientWidth)}`);
   });
   const tables = Array.from(main.querySelectorAll('[data-testid="stDataFrame"], [data-testid="stTable"]'));
   tables.filter(visible).forEach((t, n) => {
@@ -325,7 +331,7 @@ def open_step_number(pg, labels: list[str], n: int) -> None:
 
 def test_nothing_is_cut_off_at_projector_size(projector_page):
     """At 1280 × 720, on every page and every step of it: a screenshot each (kept in SCREENSHOTS), no
-    formula or table wider than its container, and the block diagrams' labels inside their boxes."""
+    formula, tab bar or table wider than its container, and the block diagrams' labels inside their boxes."""
     pg = projector_page
     for old in SCREENSHOTS.glob("*.png"):
         old.unlink()
