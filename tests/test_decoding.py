@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 
 from transformer_viz.config import preset
-from transformer_viz.decoding import greedy_decode, max_output_length
+from transformer_viz.decoding import ban_loops, beam_search, greedy_decode, loop_bans, max_output_length
+from transformer_viz.evaluate import has_repetition
 from transformer_viz.tokenizer import BOS, EOS, PAD, decode, output_ids
 
 
@@ -32,3 +33,30 @@ def test_greedy_results_are_cut_the_same_way(tiny_model):
     result = greedy_decode(tiny_model, src, max_len=12, record=False)
     for row, tokens in enumerate(result.tokens):
         assert EOS not in tokens and PAD not in tokens and len(tokens) <= 12, row
+
+
+def test_the_loop_guard_bans_exactly_the_token_that_would_complete_one_repeat_too_many():
+    written = torch.tensor([[3, 1, 2, 1, 3, 5, 5, 5],    # "5" three times: a fourth is banned
+                            [9, 7, 8, 7, 8, 7, 8, 7],    # "7 8" three times and a 7: the 8 is banned
+                            [4, 6, 4, 6, 9, 9, 4, 6]])   # no unit three times in a row: nothing is
+    bans = loop_bans(written, max_repeats=3)  # (N, 3): one column per unit length
+    assert bans.tolist() == [[5, -1, -1], [-1, 8, -1], [-1, -1, -1]]
+    logp = torch.zeros(3, 10)
+    banned = ban_loops(logp, written, 3)
+    assert torch.isneginf(banned).nonzero().tolist() == [[0, 5], [1, 8]]
+
+
+def test_with_the_loop_guard_no_output_loops_and_outputs_that_did_not_loop_stay_the_same(tiny_model):
+    torch.manual_seed(0)
+    src = torch.randint(4, tiny_model.cfg.vocab_size, (24, 6))  # (B, S): a random tiny model loops readily
+    src[:, -1] = EOS
+    free = greedy_decode(tiny_model, src, max_len=30, record=False)
+    guarded = greedy_decode(tiny_model, src, max_len=30, record=False, max_loop_repeats=3)
+    looped = [has_repetition(t) for t in free.tokens]
+    assert any(looped), "the test needs some looping output to mean anything"
+    assert not any(has_repetition(t) for t in guarded.tokens)
+    for was_looping, a, b in zip(looped, free.tokens, guarded.tokens):
+        if not was_looping:
+            assert a == b
+    beams = beam_search(tiny_model, src, beam_size=3, max_len=30, record=False, max_loop_repeats=3)
+    assert not any(has_repetition(t) for t in beams.tokens)

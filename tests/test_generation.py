@@ -27,6 +27,19 @@ def test_generation_defaults_round_trip_in_transformers_format(tmp_path):
     assert load_generation_defaults(tmp_path / "missing") == GenerationDefaults()  # greedy without a file
     assert defaults.override(num_beams=1) == GenerationDefaults(num_beams=1, length_penalty=1.4, max_new_tokens=40)
     assert defaults.override(None, None) == defaults
+    assert "max_loop_repeats" not in data  # the guard is off unless asked for
+
+
+def test_the_repetition_guard_is_an_optional_decoding_setting_that_travels_and_is_named(tmp_path):
+    guarded = GenerationDefaults(num_beams=5, length_penalty=1.4, max_loop_repeats=3)
+    save_generation_defaults(tmp_path, guarded)
+    assert json.loads((tmp_path / GENERATION_CONFIG).read_text())["max_loop_repeats"] == 3
+    assert load_generation_defaults(tmp_path) == guarded
+    assert guarded.describe() == "beam 5, α 1.4, loops ≤ 3×"
+    assert guarded.override(max_loop_repeats=0).describe() == "beam 5, α 1.4"
+    (tmp_path / GENERATION_CONFIG).write_text(json.dumps({"num_beams": 5, "max_loop_repeats": -1}))
+    with pytest.raises(ValueError, match="max_loop_repeats"):
+        load_generation_defaults(tmp_path)
 
 
 def test_a_saved_checkpoint_carries_its_decoding_defaults(tmp_path, tiny_model, tokenizer):

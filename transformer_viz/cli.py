@@ -44,11 +44,11 @@ def cmd_translate(args) -> int:
     from .tokenizer import InputError, encode_source
 
     ckpt = _load(args.checkpoint, args.dtype)
-    decoding = ckpt.generation.override(args.beam, args.alpha)
+    decoding = ckpt.generation.override(args.beam, args.alpha, args.max_loop_repeats)
     if args.sentence:
         try:
             run = run_sentence(ckpt, " ".join(args.sentence), beam_size=decoding.num_beams,
-                               alpha=decoding.length_penalty, trace=False)
+                               alpha=decoding.length_penalty, trace=False, max_loop_repeats=decoding.max_loop_repeats)
         except InputError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -73,7 +73,8 @@ def cmd_translate(args) -> int:
         used[number - 1] = encoded.clean.text
     todo = sorted(used)
     outputs = translate_texts(ckpt.model, ckpt.tokenizer, [used[i] for i in todo], beam_size=decoding.num_beams,
-                              alpha=decoding.length_penalty, progress=args.progress) if todo else []
+                              alpha=decoding.length_penalty, progress=args.progress,
+                              max_loop_repeats=decoding.max_loop_repeats) if todo else []
     result = [""] * len(lines)
     for i, out in zip(todo, outputs):
         result[i] = out
@@ -103,9 +104,10 @@ def cmd_trace(args) -> int:
     from .tokenizer import InputError
 
     ckpt = _load(args.checkpoint, args.dtype)
-    decoding = ckpt.generation.override(args.beam, args.alpha)
+    decoding = ckpt.generation.override(args.beam, args.alpha, args.max_loop_repeats)
     try:
-        run = run_sentence(ckpt, " ".join(args.sentence), beam_size=decoding.num_beams, alpha=decoding.length_penalty)
+        run = run_sentence(ckpt, " ".join(args.sentence), beam_size=decoding.num_beams, alpha=decoding.length_penalty,
+                           max_loop_repeats=decoding.max_loop_repeats)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -147,12 +149,12 @@ def cmd_evaluate(args) -> int:
     from .evaluate import evaluate_split
 
     ckpt = _load(args.checkpoint, device=args.device)
-    decoding = ckpt.generation.override(args.beam, args.alpha)
+    decoding = ckpt.generation.override(args.beam, args.alpha, args.max_loop_repeats)
     src_lang = args.src or ckpt.metadata.get("src_lang", "de")
     tgt_lang = args.tgt or ckpt.metadata.get("tgt_lang", "en")
     pairs = read_any_split(args.split, src_lang, tgt_lang, args.data_dir, args.tatoeba_dir, limit=args.limit or None)
     report, hyps = evaluate_split(ckpt, pairs, args.split, decoding.num_beams, decoding.length_penalty,
-                                  progress=not args.no_progress)
+                                  progress=not args.no_progress, max_loop_repeats=decoding.max_loop_repeats)
     out = Path(args.output or f"hyps.{args.split}.{src_lang}-{tgt_lang}.beam{decoding.num_beams}.txt")
     out.write_text("".join(h + "\n" for h in hyps))
     report = {**report, "direction": f"{src_lang}-{tgt_lang}", "hypotheses": str(out)}
@@ -186,7 +188,8 @@ def cmd_select_decoding(args) -> int:
     sets = {split: read_any_split(split, src_lang, tgt_lang, args.data_dir, args.tatoeba_dir)
             for split in args.splits}
     alpha, rows = select_length_penalty(ckpt, sets, args.beam, args.alphas, progress=not args.no_progress,
-                                        log=lambda line: print(line, file=sys.stderr))
+                                        log=lambda line: print(line, file=sys.stderr),
+                                        max_loop_repeats=ckpt.generation.max_loop_repeats)
     chosen = replace(ckpt.generation, num_beams=args.beam, length_penalty=alpha)
     save_generation_defaults(args.checkpoint, chosen)
     for row in rows:
@@ -259,6 +262,16 @@ def _beam_width(text: str) -> int:
     return value
 
 
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 (off) or more, got {value}")
+    return value
+
+
 def _model_flags(p: argparse.ArgumentParser) -> None:
     """The checkpoint, its arithmetic and its decoding: the flags of every command that translates one sentence."""
     from .checkpoint import DTYPES
@@ -274,6 +287,9 @@ def _decoding_flags(p: argparse.ArgumentParser) -> None:
                    help=f"beam width, 1 (greedy) to {MAX_BEAM}; default: the checkpoint's generation_config.json")
     p.add_argument("--alpha", type=float, default=None,
                    help="length-penalty exponent α for beam search; default: the checkpoint's generation_config.json")
+    p.add_argument("--max-loop-repeats", type=_non_negative, default=None, metavar="N",
+                   help="repetition guard: a unit of up to three subwords may occur at most N times in a row "
+                        "(0: off); default: the checkpoint's generation_config.json")
 
 
 # TrainConfig fields as flags (--src-lang is --src, --config takes a preset name); defaults live in the dataclass.

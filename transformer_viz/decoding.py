@@ -39,6 +39,34 @@ class DecodeResult:
     method: str = "greedy"
 
 
+def loop_bans(written: torch.Tensor, max_repeats: int, longest_unit: int = 3) -> torch.Tensor:
+    """The tokens that would make a unit of 1 to ``longest_unit`` tokens occur ``max_repeats`` + 1 times in a
+    row ("Comomomom", "a dog a dog a dog a dog"), one per unit length, or -1 where none would.
+
+    written (N, t) -> (N, longest_unit). A unit of u tokens repeats when the last (max_repeats + 1)·u − 1
+    tokens written are periodic with period u; the token u places back would then complete one more
+    repeat. The optional repetition guard of beam and greedy search (``max_loop_repeats``) forbids these.
+    """
+    N, t = written.shape
+    bans = torch.full((N, longest_unit), -1, dtype=torch.long, device=written.device)
+    for u in range(1, longest_unit + 1):
+        need = (max_repeats + 1) * u - 1
+        if t < need:
+            continue
+        tail = written[:, t - need:]  # (N, need)
+        periodic = (tail[:, u:] == tail[:, :-u]).all(dim=1) if need > u else torch.ones(N, dtype=torch.bool,
+                                                                                          device=written.device)
+        bans[:, u - 1] = torch.where(periodic, written[:, t - u], bans[:, u - 1])
+    return bans
+
+
+def ban_loops(logp: torch.Tensor, written: torch.Tensor, max_repeats: int) -> torch.Tensor:
+    """logp (N, V) with −∞ for every token :func:`loop_bans` forbids after ``written`` (N, t)."""
+    bans = loop_bans(written, max_repeats)  # (N, 3)
+    hit = torch.zeros_like(logp, dtype=torch.bool).scatter_(1, bans.clamp(min=0), bans >= 0)  # (N, V)
+    return logp.masked_fill(hit, float("-inf"))
+
+
 def max_output_length(cfg: ModelConfig, source_length: int) -> int:
     """How many tokens decoding may write for a source of ``source_length`` tokens: translations are rarely
     much longer than their source, and <s> + the output must fit the model's positions."""
@@ -47,8 +75,10 @@ def max_output_length(cfg: ModelConfig, source_length: int) -> int:
 
 @torch.no_grad()
 def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int | None = None, top_k: int = 5,
-                  record: bool = True) -> DecodeResult:
-    """Pick the most probable token at every step. src (B, S) -> one output per row."""
+                  record: bool = True, max_loop_repeats: int = 0) -> DecodeResult:
+    """Pick the most probable token at every step. src (B, S) -> one output per row.
+
+    ``max_loop_repeats`` > 0: the optional repetition guard (:func:`loop_bans`); 0 leaves the model's choices."""
     cfg = model.cfg
     max_len = max_len or max_output_length(cfg, src.size(1))
     B = src.size(0)
@@ -59,6 +89,8 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int | None = N
     out, steps = [], []
     for _ in range(max_len):
         logp = torch.log_softmax(model.decode_step(last, state).float(), dim=-1)  # (B, V)
+        if max_loop_repeats and out:
+            logp = ban_loops(logp, torch.stack(out, dim=1), max_loop_repeats)
         best_logp, best = logp.max(dim=-1)  # (B,)
         best = best.masked_fill(finished, cfg.pad_id)
         scores += best_logp.masked_fill(finished, 0.0)
@@ -82,9 +114,11 @@ def length_penalty(length: torch.Tensor, alpha: float) -> torch.Tensor:
 
 @torch.no_grad()
 def beam_search(model: Transformer, src: torch.Tensor, beam_size: int = 5, max_len: int | None = None,
-                alpha: float = 0.6, record: bool = True) -> DecodeResult:
+                alpha: float = 0.6, record: bool = True, max_loop_repeats: int = 0) -> DecodeResult:
     """Keep the ``beam_size`` best partial translations at every step; rank finished ones by
-    log-probability / length_penalty. src (B, S) -> the best output per row."""
+    log-probability / length_penalty. src (B, S) -> the best output per row.
+
+    ``max_loop_repeats`` > 0: the optional repetition guard (:func:`loop_bans`); 0 leaves the model's choices."""
     cfg = model.cfg
     max_len = max_len or max_output_length(cfg, src.size(1))
     B, K, device = src.size(0), beam_size, src.device
@@ -100,6 +134,8 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int = 5, max_l
     for _ in range(max_len):
         logp = torch.log_softmax(model.decode_step(last, state).float(), dim=-1)  # (B*K, V)
         V = logp.size(-1)
+        if max_loop_repeats and history.size(2):
+            logp = ban_loops(logp, history.view(B * K, -1), max_loop_repeats)
         logp = logp.view(B, K, V)
         # A finished beam may only "continue" with <pad> at no cost, so it keeps its score and place.
         done_row = torch.full((V,), float("-inf"), device=device)

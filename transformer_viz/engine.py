@@ -53,8 +53,13 @@ def traced_forward(model: Transformer, src_ids: list[int], tgt_ids: list[int], c
 
 @torch.no_grad()
 def run_sentence(ckpt: Checkpoint, text: str, beam_size: int = 1, trace: bool = True, causal: bool = True,
-                 top_k: int = 10, max_output: int | None = None, alpha: float | None = None) -> SentenceRun:
+                 top_k: int = 10, max_output: int | None = None, alpha: float | None = None,
+                 max_loop_repeats: int | None = None) -> SentenceRun:
     """Clean and tokenize ``text``, translate it, and trace the forward pass over the translation.
+
+    ``alpha`` and ``max_loop_repeats`` (the repetition guard) default to the checkpoint's decoding defaults
+    for beam search; greedy decoding, which the pages show step by step, keeps the model's own choices
+    unless a guard is asked for.
 
     Raises :class:`~transformer_viz.tokenizer.InputError` for text that cannot be run (empty).
     """
@@ -64,9 +69,11 @@ def run_sentence(ckpt: Checkpoint, text: str, beam_size: int = 1, trace: bool = 
     src = torch.tensor([encoded.ids], device=device)  # (1, S)
     max_output = max_output or max_output_length(cfg, len(encoded.ids))
     if beam_size <= 1:
-        kwargs = {"top_k": top_k}
-    else:  # the length penalty the checkpoint's scores were measured with, unless told otherwise
-        kwargs = {"alpha": ckpt.generation.length_penalty if alpha is None else alpha}
+        kwargs = {"top_k": top_k, "max_loop_repeats": max_loop_repeats or 0}
+    else:  # the decoding the checkpoint's scores were measured with, unless told otherwise
+        kwargs = {"alpha": ckpt.generation.length_penalty if alpha is None else alpha,
+                  "max_loop_repeats": ckpt.generation.max_loop_repeats if max_loop_repeats is None
+                  else max_loop_repeats}
     result = translate_ids(model, src, beam_size=beam_size, max_len=max_output, **kwargs)
     generated = result.tokens[0][: cfg.max_len - 1]  # <s> + generated must fit the positions
     tgt_ids = [BOS] + generated

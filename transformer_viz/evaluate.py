@@ -53,7 +53,7 @@ def repetition_rate(tokenizer, hypotheses: list[str], times: int = 4) -> float:
 
 @torch.no_grad()
 def translate_texts(model, tokenizer, texts: list[str], beam_size: int = 1, batch_tokens: int = 2000,
-                    alpha: float = 0.6, progress: bool = False, device=None) -> list[str]:
+                    alpha: float = 0.6, progress: bool = False, device=None, max_loop_repeats: int = 0) -> list[str]:
     """Translate many sentences, batched by length; returns outputs in input order."""
     from .data import encode_pairs, make_batch, token_batches
 
@@ -76,7 +76,7 @@ def translate_texts(model, tokenizer, texts: list[str], beam_size: int = 1, batc
     try:
         for idx in batches:
             batch = make_batch([pairs[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id).to(device)
-            kwargs = {"record": False}
+            kwargs = {"record": False, "max_loop_repeats": max_loop_repeats}
             if beam_size > 1:
                 kwargs["alpha"] = alpha
             result = translate_ids(model, batch.src, beam_size=beam_size, **kwargs)
@@ -111,24 +111,26 @@ def record_scores(checkpoint_dir, report: dict) -> None:
 
 
 def evaluate_split(ckpt, pairs: list[tuple[str, str]], split: str, beam_size: int, alpha: float,
-                   progress: bool = False) -> tuple[dict, list[str]]:
+                   progress: bool = False, max_loop_repeats: int = 0) -> tuple[dict, list[str]]:
     """Translate a split's sources and score them: the report row of a model card, and the hypotheses."""
     from .generation import GenerationDefaults
 
     hyps = translate_texts(ckpt.model, ckpt.tokenizer, [s for s, _ in pairs], beam_size=beam_size, alpha=alpha,
-                           progress=progress)
+                           progress=progress, max_loop_repeats=max_loop_repeats)
     result = score(hyps, [t for _, t in pairs])
-    decoding = GenerationDefaults(num_beams=beam_size, length_penalty=alpha).describe()
+    decoding = GenerationDefaults(num_beams=beam_size, length_penalty=alpha,
+                                  max_loop_repeats=max_loop_repeats).describe()
     return {"split": split, "sentences": len(pairs), "decoding": decoding, **result.as_dict(),
             "repetition_rate": repetition_rate(ckpt.tokenizer, hyps)}, hyps
 
 
 def select_length_penalty(ckpt, sets: dict[str, list[tuple[str, str]]], beam_size: int, alphas: list[float],
-                          progress: bool = False, log=print) -> tuple[float, list[dict]]:
+                          progress: bool = False, log=print, max_loop_repeats: int = 0) -> tuple[float, list[dict]]:
     """The α whose beam search scores best on the validation sets (mean BLEU over them); every row measured."""
     rows, best, best_alpha = [], float("-inf"), alphas[0]
     for alpha in alphas:
-        reports = [evaluate_split(ckpt, pairs, split, beam_size, alpha, progress)[0] for split, pairs in sets.items()]
+        reports = [evaluate_split(ckpt, pairs, split, beam_size, alpha, progress, max_loop_repeats)[0]
+                   for split, pairs in sets.items()]
         mean = sum(r["bleu"] for r in reports) / len(reports)
         log(f"α {alpha:g}: " + ", ".join(f"{r['split']} {r['bleu']:.2f}" for r in reports) + f" (mean {mean:.2f})")
         rows += reports

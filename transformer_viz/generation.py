@@ -24,32 +24,40 @@ class GenerationDefaults:
 
     num_beams: 1 is greedy. length_penalty: α in the GNMT penalty ((5 + |Y|) / 6)^α that ranks finished
     beams (log-probability / penalty); unused by greedy decoding. max_new_tokens: 0 means the engine's
-    rule (:func:`~transformer_viz.decoding.max_output_length`).
+    rule (:func:`~transformer_viz.decoding.max_output_length`). max_loop_repeats: see
+    :func:`~transformer_viz.decoding.loop_bans`.
     """
 
     num_beams: int = 1
     length_penalty: float = 0.6
     max_new_tokens: int = 0
+    # The optional repetition guard: a unit of up to three subwords may occur at most this many times in a
+    # row ("Comomomom"); 0 turns it off. Not a transformers key (its no_repeat_ngram_size would also forbid
+    # a real "of the hood of the hood"); transformers keeps unknown keys and ignores them.
+    max_loop_repeats: int = 0
     # Not a decoding setting: the ID each output starts with, as transformers names it.
     decoder_start_token_id: int = BOS
     bos_token_id: int = BOS
     eos_token_id: int = EOS
     pad_token_id: int = PAD
 
-    def override(self, num_beams: int | None = None, length_penalty: float | None = None) -> "GenerationDefaults":
+    def override(self, num_beams: int | None = None, length_penalty: float | None = None,
+                 max_loop_repeats: int | None = None) -> "GenerationDefaults":
         """These defaults with the given (non-None) settings replaced: flags beat the file."""
-        changes = {k: v for k, v in (("num_beams", num_beams), ("length_penalty", length_penalty)) if v is not None}
+        changes = {k: v for k, v in (("num_beams", num_beams), ("length_penalty", length_penalty),
+                                     ("max_loop_repeats", max_loop_repeats)) if v is not None}
         return replace(self, **changes)
 
     def describe(self) -> str:
-        if self.num_beams <= 1:
-            return "greedy"
-        return f"beam {self.num_beams}, α {self.length_penalty:g}"
+        method = "greedy" if self.num_beams <= 1 else f"beam {self.num_beams}, α {self.length_penalty:g}"
+        return method + (f", loops ≤ {self.max_loop_repeats}×" if self.max_loop_repeats else "")
 
     def to_json(self) -> dict:
         data = asdict(self)
         if not data["max_new_tokens"]:
             del data["max_new_tokens"]  # transformers reads a missing key as "no limit of its own"
+        if not data["max_loop_repeats"]:
+            del data["max_loop_repeats"]
         return data
 
 
@@ -79,6 +87,8 @@ def load_generation_defaults(directory: str | Path | None) -> GenerationDefaults
         raise ValueError(f"{path}: num_beams must be between 1 and 32, not {defaults.num_beams}")
     if defaults.max_new_tokens < 0:
         raise ValueError(f"{path}: max_new_tokens must not be negative")
+    if defaults.max_loop_repeats < 0:
+        raise ValueError(f"{path}: max_loop_repeats must not be negative (0 turns the guard off)")
     return defaults
 
 
