@@ -47,8 +47,13 @@ def max_output_length(cfg: ModelConfig, source_length: int) -> int:
 
 @torch.no_grad()
 def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int | None = None, top_k: int = 5,
-                  record: bool = True) -> DecodeResult:
-    """Pick the most probable token at every step. src (B, S) -> one output per row."""
+                  record: bool = True, forced_prefix: list[int] | None = None) -> DecodeResult:
+    """Pick the most probable token at every step. src (B, S) -> one output per row.
+
+    ``forced_prefix``: tokens written first instead of the model's choices ("what if it had chosen another
+    word?"), the same for every row; greedy decoding goes on from there. Its steps are recorded like the
+    others, with the probability the model gave each forced token."""
+    forced = list(forced_prefix or [])
     cfg = model.cfg
     max_len = max_len or max_output_length(cfg, src.size(1))
     B = src.size(0)
@@ -57,9 +62,12 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int | None = N
     finished = torch.zeros(B, dtype=torch.bool, device=src.device)
     scores = torch.zeros(B, device=src.device)
     out, steps = [], []
-    for _ in range(max_len):
+    for t in range(max_len):
         logp = torch.log_softmax(model.decode_step(last, state).float(), dim=-1)  # (B, V)
         best_logp, best = logp.max(dim=-1)  # (B,)
+        if t < len(forced):
+            best = torch.full((B,), forced[t], dtype=torch.long, device=src.device)  # (B,)
+            best_logp = logp.gather(1, best[:, None])[:, 0]  # (B,)
         best = best.masked_fill(finished, cfg.pad_id)
         scores += best_logp.masked_fill(finished, 0.0)
         if record:

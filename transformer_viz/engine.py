@@ -53,8 +53,12 @@ def traced_forward(model: Transformer, src_ids: list[int], tgt_ids: list[int], c
 
 @torch.no_grad()
 def run_sentence(ckpt: Checkpoint, text: str, beam_size: int = 1, trace: bool = True, causal: bool = True,
-                 top_k: int = 10, max_output: int | None = None, alpha: float | None = None) -> SentenceRun:
+                 top_k: int = 10, max_output: int | None = None, alpha: float | None = None,
+                 forced_prefix: list[int] | None = None) -> SentenceRun:
     """Clean and tokenize ``text``, translate it, and trace the forward pass over the translation.
+
+    ``forced_prefix`` (greedy only): the translation starts with these tokens, whatever the model prefers,
+    and greedy decoding continues from them.
 
     Raises :class:`~transformer_viz.tokenizer.InputError` for text that cannot be run (empty).
     """
@@ -64,7 +68,7 @@ def run_sentence(ckpt: Checkpoint, text: str, beam_size: int = 1, trace: bool = 
     src = torch.tensor([encoded.ids], device=device)  # (1, S)
     max_output = max_output or max_output_length(cfg, len(encoded.ids))
     if beam_size <= 1:
-        kwargs = {"top_k": top_k}
+        kwargs = {"top_k": top_k, "forced_prefix": forced_prefix}
     else:  # the length penalty the checkpoint's scores were measured with, unless told otherwise
         kwargs = {"alpha": ckpt.generation.length_penalty if alpha is None else alpha}
     result = translate_ids(model, src, beam_size=beam_size, max_len=max_output, **kwargs)
