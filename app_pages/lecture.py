@@ -32,9 +32,11 @@ PROJECTOR_CSS = """<style>
 [data-testid="stMainBlockContainer"] {padding: 3.4rem 1.5rem 1rem 1.5rem; max-width: 100%;}
 [data-testid="stMain"] {font-size: 24px;}
 [data-testid="stMain"] [data-testid="stMarkdownContainer"] p, [data-testid="stMain"] li,
-[data-testid="stMain"] button p, [data-testid="stMain"] [data-baseweb="select"] div {font-size: 24px;}
+[data-testid="stMain"] button p, [data-testid="stMain"] a p {font-size: 24px;}
 [data-testid="stMain"] h1 {font-size: 2rem; padding: 0.25rem 0;}
-[data-testid="stMain"] .katex {font-size: 1.35em;}
+[data-testid="stMain"] [data-baseweb="select"] div {font-size: 22px;}
+[data-testid="stMain"] .katex {font-size: 1.25em;}
+[data-testid="stMain"] .katex-display {overflow-x: auto; overflow-y: hidden;}
 </style>"""
 
 
@@ -73,7 +75,8 @@ def page_link(step: lecture.Step, sel: webapp.Selection) -> None:
     if page is None:
         st.caption("This idea has no page of its own in the app yet: the figure is drawn from the formulas.")
         return
-    st.page_link(page.file, label=f"Open “{page.title}” with this sentence, layer and head", icon="↗",
+    st.page_link(page.file, label=f"Full page: {page.title}", icon="↗",
+                 help="Opens it with this sentence, layer and head",
                  query_params={"ckpt": sel.checkpoint, "s": sel.sentence, "layer": str(sel.layer),
                                "head": str(sel.head)})
 

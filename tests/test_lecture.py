@@ -119,3 +119,15 @@ def test_presets_are_the_lectures_examples_and_the_verdict_is_honest(ctx):
     assert "0 of the slide's 5 words" in verdict
     weakest = lecture.chosen_probabilities(ctx.run).min()
     assert ("likely wrong" in verdict) == (weakest < lecture.UNSURE)
+
+
+def test_the_rnn_figure_draws_long_sentences_with_an_ellipsis_and_one_context_vector():
+    from transformer_viz.plots.lecture import rnn_context_figure, shown_positions
+
+    assert shown_positions(4) == [0, 1, 2, 3] and shown_positions(6) == list(range(6))
+    assert shown_positions(16) == [0, 1, 2, None, 14, 15]
+    fig = rnn_context_figure([f"▁w{i}" for i in range(16)] + ["</s>"], ["▁a", "▁b", "</s>"])
+    names = [t.text[0] for t in fig.data]
+    assert names == ["h1", "h2", "h3", "h16", "h17", "c", "s1", "s2", "s3"]
+    texts = [a.text for a in fig.layout.annotations]
+    assert "…" in texts and "encoder: 17 source tokens" in texts and "&lt;/s&gt;" in texts

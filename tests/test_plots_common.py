@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from transformer_viz.plots.common import (ALLOWED_COLOUR, MASKED_COLOUR, heatmap, heatmap_traces, log_softmax,
-                                          mask_figure, softmax)
+                                          make_figure, mask_figure, softmax)
 
 from tests.support.figures import traces, z_of
 
@@ -70,7 +70,10 @@ def test_projector_layout_enlarges_every_text_and_swaps_the_sequential_scale_on_
     assert big.layout.height == 430 and big.layout.font.size >= 20
     axes = [*big.select_xaxes(), *big.select_yaxes()]
     assert len(axes) == 8 and all(a.tickfont.size >= PROJECTOR_TICK_SIZE for a in axes)
-    assert all(a.font.size >= PROJECTOR_TICK_SIZE for a in big.layout.annotations)  # the panel titles
+    assert all(a.font.size >= PROJECTOR_TICK_SIZE for a in big.layout.annotations)  # the panel titles "head j"
+    long = projector_layout(make_figure([], {"annotations": [{"text": "a panel title far too long to grow",
+                                                              "font": {"size": 12}}]}))
+    assert long.layout.annotations[0].font.size == 12  # it would overlap its neighbour
     assert big.layout.coloraxis.colorbar.tickfont.size >= PROJECTOR_TICK_SIZE
     assert big.layout.coloraxis.colorscale != fig.layout.coloraxis.colorscale
     assert big.layout.coloraxis.colorscale == projector_layout(heatmap(np.eye(2), colorscale=PROJECTOR_SEQUENTIAL)

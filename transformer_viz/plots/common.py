@@ -4,6 +4,7 @@ figure, one way to draw a heatmap whose masked cells are grey, and the softmax b
 from __future__ import annotations
 
 import html
+import re
 
 import numpy as np
 import plotly.graph_objects as go
@@ -170,12 +171,13 @@ PROJECTOR_FONT = dict(family="Inter, Arial, sans-serif", size=20)
 PROJECTOR_TICK_SIZE = 18  # axis tick labels, colour-bar ticks, panel titles
 PROJECTOR_TITLE_SIZE = 22  # axis titles and the figure title
 PROJECTOR_SEQUENTIAL = "YlGnBu"
+PROJECTOR_SHORT_LABEL = 16  # characters: text annotations up to this long are enlarged like the tick labels
 
 
 def projector_layout(fig: go.Figure, height: int | None = None) -> go.Figure:
     """A copy of ``fig`` for a projector: body text PROJECTOR_FONT, every axis's tick labels and every
-    colour bar at least PROJECTOR_TICK_SIZE, titles PROJECTOR_TITLE_SIZE, text inside the plot (annotations,
-    bar labels) at least PROJECTOR_TICK_SIZE, the sequential scale SEQUENTIAL replaced by
+    colour bar at least PROJECTOR_TICK_SIZE, titles PROJECTOR_TITLE_SIZE, text inside the plot (bar labels, and
+    annotations of at most PROJECTOR_SHORT_LABEL characters) at least PROJECTOR_TICK_SIZE, the sequential scale SEQUENTIAL replaced by
     PROJECTOR_SEQUENTIAL, and the height (in px) set when given. The figure passed in is not changed."""
     out = go.Figure(fig)
     layout = out.layout
@@ -187,8 +189,9 @@ def projector_layout(fig: go.Figure, height: int | None = None) -> go.Figure:
         axis.tickfont.size = max(axis.tickfont.size or 0, PROJECTOR_TICK_SIZE)
         axis.title.font.size = PROJECTOR_TITLE_SIZE
         axis.automargin = True
-    for annotation in layout.annotations:
-        annotation.font.size = max(annotation.font.size or 0, PROJECTOR_TICK_SIZE)
+    for annotation in layout.annotations:  # short labels (panel titles "head 3"); a long one would overlap its neighbour
+        if len(re.sub(r"<[^>]*>", "", str(annotation.text or ""))) <= PROJECTOR_SHORT_LABEL:
+            annotation.font.size = max(annotation.font.size or 0, PROJECTOR_TICK_SIZE)
     viridis = go.Heatmap(colorscale=SEQUENTIAL).colorscale
     for coloraxis in out.select_coloraxes():
         if coloraxis.colorscale == viridis:

@@ -12,52 +12,67 @@ from .common import (ARROW, BLUE, DECODER_FILL, ENCODER_FILL, FAINT, GREEN, INK,
 
 def _node(x: float, y: float, text: str, colour: str, hover: str) -> dict:
     return {"type": "scatter", "x": [x], "y": [y], "mode": "markers+text", "text": [text], "textposition": "middle center",
-            "marker": {"size": 46, "color": colour, "line": {"color": INK, "width": 1}, "symbol": "square"},
+            "marker": {"size": 38, "color": colour, "line": {"color": INK, "width": 1}, "symbol": "square"},
             "showlegend": False, "hovertemplate": f"{hover}<extra></extra>"}
 
 
 def _arrow(x0: float, y0: float, x1: float, y1: float, colour: str = ARROW, width: int = 2) -> dict:
     return {"x": x1, "y": y1, "ax": x0, "ay": y0, "xref": "x", "yref": "y", "axref": "x", "ayref": "y",
             "showarrow": True, "arrowhead": 2, "arrowwidth": width, "arrowcolor": colour, "text": "",
-            "standoff": 20, "startstandoff": 20}
+            "standoff": 17, "startstandoff": 17}
 
 
-def _label(x: float, y: float, text: str, size: int = 13, colour: str = INK) -> dict:
-    return {"x": x, "y": y, "xref": "x", "yref": "y", "text": text, "showarrow": False, "font": {"size": size,
-                                                                                               "color": colour}}
+def _label(x: float, y: float, text: str, size: int = 13, colour: str = INK, angle: int = 0) -> dict:
+    return {"x": x, "y": y, "xref": "x", "yref": "y", "text": text, "showarrow": False, "textangle": angle,
+            "font": {"size": size, "color": colour}}
+
+
+def shown_positions(n: int, first: int = 3, last: int = 2) -> list[int | None]:
+    """The positions an unrolled diagram draws: all of them when few, else the first and the last few with
+    None (an ellipsis) between them."""
+    if n <= first + last + 1:
+        return list(range(n))
+    return list(range(first)) + [None] + list(range(n - last, n))
 
 
 def rnn_context_figure(src_tokens: list[str], tgt_tokens: list[str], title: str | None = None) -> go.Figure:
     """An RNN encoder–decoder unrolled over the sentence: h_t = f(h_{t−1}, x_t) along the source, the last
     state is the one context vector c, and the decoder s_t = g(s_{t−1}, y_{t−1}, c) starts from it. Every
-    source token reaches the decoder only through c: the bottleneck attention removes."""
+    source token reaches the decoder only through c: the bottleneck attention removes. Long sentences are
+    drawn with their first and last states and an ellipsis between."""
     src = [safe_label(token_text(t)) for t in src_tokens]
     tgt = [safe_label(token_text(t)) for t in tgt_tokens]
-    S, T = len(src), len(tgt)
     data, notes = [], []
-    for i, token in enumerate(src):
-        data.append(_node(i, 1, f"h{i + 1}", ENCODER_FILL, f"encoder state h_{i + 1} after reading {token}"))
-        notes.append(_label(i, 0.35, token))
-        notes.append(_arrow(i, 0.5, i, 1))
-        if i:
-            notes.append(_arrow(i - 1, 1, i, 1))
-    cx = S + 0.6
-    data.append({**_node(cx, 1.6, "c", ORANGE, "the context vector c = h_S: the whole source in one vector"),
-                 "marker": {"size": 60, "color": ORANGE, "line": {"color": INK, "width": 2}, "symbol": "circle"}})
-    notes.append(_arrow(S - 1, 1, cx, 1.6, ORANGE, 3))
-    for t, token in enumerate(tgt):
-        x = S + 1.2 + t
-        data.append(_node(x, 1, f"s{t + 1}", DECODER_FILL, f"decoder state s_{t + 1}, writes {token}"))
-        notes.append(_label(x, 1.65, token))
-        notes.append(_arrow(x, 1, x, 1.5, FAINT, 1))
-        notes.append(_arrow(cx, 1.6, x, 1, LIGHT_BLUE if t else ORANGE, 1 if t else 3))
-        if t:
+    src_shown, tgt_shown = shown_positions(len(src)), shown_positions(len(tgt))
+    for x, i in enumerate(src_shown):
+        if i is None:
+            notes.append(_label(x, 1, "…", 20))
+        else:
+            data.append(_node(x, 1, f"h{i + 1}", ENCODER_FILL, f"encoder state h_{i + 1} after reading {src[i]}"))
+            notes += [_label(x, 0.3, src[i], angle=-30), _arrow(x, 0.5, x, 1)]
+        if x:
             notes.append(_arrow(x - 1, 1, x, 1))
-    notes.append(_label((S - 1) / 2, 0.05, "encoder: reads the source", 13, BLUE))
-    notes.append(_label(S + 1.2 + (T - 1) / 2, 0.05, "decoder: writes the translation", 13, ORANGE))
-    layout = {"xaxis": {"visible": False, "range": [-0.7, S + 1.7 + T]}, "yaxis": {"visible": False, "range": [-0.2, 2]},
-              "annotations": notes}
-    return make_figure(data, layout, title, 330)
+    cx = len(src_shown) + 0.3
+    data.append({**_node(cx, 1.7, "c", ORANGE, "the context vector c = h_S: the whole source in one vector"),
+                 "marker": {"size": 48, "color": ORANGE, "line": {"color": INK, "width": 2}, "symbol": "circle"}})
+    notes.append(_arrow(len(src_shown) - 1, 1, cx, 1.7, ORANGE, 3))
+    for k, t in enumerate(tgt_shown):
+        x = len(src_shown) + 1 + k
+        if k:
+            notes.append(_arrow(x - 1, 1, x, 1))
+        if t is None:
+            notes.append(_label(x, 1, "…", 20))
+            continue
+        data.append(_node(x, 1, f"s{t + 1}", DECODER_FILL, f"decoder state s_{t + 1}, writes {tgt[t]}"))
+        notes += [_label(x, 0.3, tgt[t], angle=-30), _arrow(x, 1, x, 0.5, FAINT, 1)]
+        notes.append(_arrow(cx, 1.7, x, 1, ORANGE if t == 0 else LIGHT_BLUE, 3 if t == 0 else 1))
+    width = len(src_shown) + 1 + len(tgt_shown)
+    notes.append(_label((len(src_shown) - 1) / 2, -0.25, f"encoder: {len(src)} source tokens", 13, BLUE))
+    notes.append(_label(len(src_shown) + 1 + (len(tgt_shown) - 1) / 2, -0.25, f"decoder: {len(tgt)} output tokens",
+                        13, ORANGE))
+    layout = {"xaxis": {"visible": False, "range": [-0.7, width - 0.3]},
+              "yaxis": {"visible": False, "range": [-0.45, 2.1]}, "annotations": notes}
+    return make_figure(data, layout, title, 360)
 
 
 def patch_grid(image_size: int = 224, patch: int = 16) -> tuple[np.ndarray, int]:
