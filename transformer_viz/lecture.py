@@ -114,7 +114,7 @@ def text_rnn(ctx: Context) -> str:
     S = len(run.src_tokens)
     return (f"An RNN encoder reads the {S} source tokens one by one, and its last state is the only thing the "
             f"decoder gets: one context vector, of the same size whether the sentence has {S} tokens or 40. "
-            f"The decoder must write all {len(run.tgt_tokens) - 1} tokens of \"{run.translation}\" from it. "
+            f"The decoder must write all {len(run.tgt_tokens)} tokens of \"{run.translation}\" (with </s>) from it. "
             f"Attention instead lets every output step look back at all {S} encoder states.")
 
 
@@ -404,8 +404,8 @@ def fig_masked_self(ctx: Context) -> FigureSpec:
 def fig_cross(ctx: Context) -> FigureSpec:
     weights = _trace(ctx, f"decoder.{ctx.layer}.cross_attn.weights")[ctx.head]
     return FigureSpec("attention_map", (weights, token_labels(ctx.run.src_tokens), token_labels(ctx.run.tgt_tokens)),
-                      {"title": f"Cross-attention, layer {ctx.layer}, head {ctx.head}: rows = decoder queries (T), "
-                                f"columns = encoder keys (S)", "x_title": "source key", "y_title": "target query"},
+                      {"title": f"Cross-attention, layer {ctx.layer}, head {ctx.head}: T × S",
+                       "x_title": "source key (encoder)", "y_title": "target query (decoder)"},
                       {"weight": weights.ravel()})
 
 

@@ -54,7 +54,8 @@ def rnn_context_figure(src_tokens: list[str], tgt_tokens: list[str], title: str 
             notes.append(_arrow(x - 1, 1, x, 1))
     cx = len(src_shown) + 0.3
     data.append({**_node(cx, 1.7, "c", ORANGE, "the context vector c = h_S: the whole source in one vector"),
-                 "marker": {"size": 48, "color": ORANGE, "line": {"color": INK, "width": 2}, "symbol": "circle"}})
+                 "marker": {"size": 48, "color": ORANGE, "line": {"color": INK, "width": 2}, "symbol": "circle"},
+                 "textfont": {"color": "white"}})
     notes.append(_arrow(len(src_shown) - 1, 1, cx, 1.7, ORANGE, 3))
     for k, t in enumerate(tgt_shown):
         x = len(src_shown) + 1 + k
