@@ -14,15 +14,17 @@ N = len(lecture.STEPS)
 KEYS_JS = """<script>
 if (!window.__lectureKeys) {
   window.__lectureKeys = true;
+  const typing = (el) => el && (el.isContentEditable || el.tagName === 'TEXTAREA' || (el.tagName === 'INPUT'
+    && !['checkbox', 'radio', 'button'].includes(el.type) && !(el.closest('.st-key-lecture_jump')
+    && el.getAttribute('aria-expanded') !== 'true')));  // the closed step list still obeys the clicker
   window.addEventListener('keydown', (event) => {
-    if (event.altKey || event.ctrlKey || event.metaKey) return;
-    const target = event.target;
-    if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) return;
+    if (event.altKey || event.ctrlKey || event.metaKey || typing(event.target)) return;
     const next = ['ArrowRight', 'PageDown', ' '].includes(event.key);
     if (!next && !['ArrowLeft', 'PageUp'].includes(event.key)) return;
     const button = document.querySelector(next ? '.st-key-lecture_next button' : '.st-key-lecture_prev button');
     if (!button) return;  // another page
-    event.preventDefault();  // no scrolling, and no second click of a focused button
+    event.preventDefault();  // no scrolling, no toggle of a focused switch, no second click of a focused button
+    event.stopPropagation();
     if (!button.disabled) button.click();
   }, true);
 }
@@ -34,7 +36,7 @@ PROJECTOR_CSS = """<style>
 [data-testid="stMain"] [data-testid="stMarkdownContainer"] p, [data-testid="stMain"] li,
 [data-testid="stMain"] button p, [data-testid="stMain"] a p {font-size: 24px;}
 [data-testid="stMain"] h1 {font-size: 2rem; padding: 0.25rem 0;}
-[data-testid="stMain"] [data-baseweb="select"] div {font-size: 22px;}
+[data-testid="stMain"] [data-testid="stSelectbox"] input {font-size: 22px;}
 [data-testid="stMain"] .katex {font-size: 1.25em;}
 [data-testid="stMain"] .katex-display {overflow-x: auto; overflow-y: hidden;}
 </style>"""

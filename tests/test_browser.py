@@ -292,6 +292,13 @@ def test_the_lecture_walks_with_the_keyboard_in_projector_mode_at_1280x720(brows
         wait_for_lecture_step(pg, len(STEPS) - 1, STEPS[-2].title, sentence)
         pg.keyboard.press(" ")  # and its "next"
         wait_for_lecture_step(pg, len(STEPS), STEPS[-1].title, sentence)
+        # after a jump through the step list, the clicker still works (the closed list does not keep its keys)
+        jump = pg.locator('.st-key-lecture_jump input')
+        jump.click()
+        pg.get_by_role("option", name=f"3 / {len(STEPS)} · {STEPS[2].title}", exact=True).click()
+        wait_for_lecture_step(pg, 3, STEPS[2].title, sentence)
+        pg.keyboard.press("ArrowRight")
+        wait_for_lecture_step(pg, 4, STEPS[3].title, sentence)
         pg.set_viewport_size({"width": 1920, "height": 1080})
         cross = next(n for n, step in enumerate(STEPS, start=1) if step.id == "cross")
         for n in (cross, 2):  # cross-attention, and the soft lookup, on a 1920×1080 screen
