@@ -59,7 +59,7 @@ def use_preset(names: dict) -> None:
 
 def navigation_row(step_no: int) -> bool:
     """Title, Previous, the jump to any step (which says where we are), Next, and the projector toggle."""
-    title, prev, where, nxt, mode = st.columns([1.4, 0.8, 4.2, 0.8, 1.6], vertical_alignment="center")
+    title, prev, where, nxt, mode = st.columns([2, 0.7, 4, 0.7, 1.6], vertical_alignment="center")
     title.title("Lecture")
     prev.button("◀", key="lecture_prev", on_click=move, args=(-1,), disabled=step_no <= 1, width="stretch",
                 help="Previous step (← or PageUp)")

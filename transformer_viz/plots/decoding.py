@@ -212,5 +212,5 @@ def forced_comparison_figure(original_tokens: list[str], original_probs, forced_
               "yaxis": {"range": [0, 1.35], "title": {"text": "probability of the token written"}},
               "shapes": [{"type": "line", "x0": fork - 0.5, "x1": fork - 0.5, "y0": 0, "y1": 1, "yref": "paper",
                           "line": {"color": INK, "dash": "dot"}}],
-              "legend": {"orientation": "h", "y": 1.12}}
+              "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"}}
     return make_figure(data, layout, title, 380)
