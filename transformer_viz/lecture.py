@@ -259,7 +259,8 @@ def text_training(ctx: Context) -> str:
     smoothing = training.get("label_smoothing", 0.1)
     last = (f" The last recorded epoch ended with a validation loss of {history[-1]['val_loss']:.2f}."
             if history and "val_loss" in history[-1] else "")
-    return (f"In training the decoder gets the correct target shifted right (<s> y₁ … y_{{n−1}}) and must predict "
+    return (f"In training the decoder gets the correct target shifted right (<s> y₁ … y_{{n−1}}) and must "
+            f"predict "
             f"y₁ … y_n at every position at once: teacher forcing. The loss is the cross-entropy with label "
             f"smoothing ε = {smoothing:g}; the learning rate rises for {warmup} warm-up steps, then decays as "
             f"1/√step" + (f" (this model: {steps:,} steps)." if steps else ".") + last)
@@ -273,7 +274,8 @@ def text_inference(ctx: Context) -> str:
     probs = step.top_probs[0]
     return (f"At inference there is no target: the decoder writes one token, appends it to its input and runs "
             f"again, until </s>. At step {t} greedy decoding takes \"{word(top[0])}\" ({pct(probs[0])}); the "
-            f"runner-up was \"{word(top[1]) if len(top) > 1 else '—'}\" ({pct(probs[1]) if len(probs) > 1 else '—'}). "
+            f"runner-up was \"{word(top[1]) if len(top) > 1 else '—'}\" "
+            f"({pct(probs[1]) if len(probs) > 1 else '—'}). "
             f"Beam search keeps the K best partial translations instead of one. Force another candidate below "
             f"to see where the translation goes.")
 
@@ -331,7 +333,8 @@ def fig_lookup(ctx: Context) -> FigureSpec:
     q, k = _attention_lookup_inputs(ctx)
     weights = {name: _softmax(s) for name, s in attention_plots.lookup_scores(q, k, _bilinear(ctx)).items()}
     keys = list(ctx.run.src_tokens[: len(k)])
-    return FigureSpec("lookup_figure", (weights, keys), {}, {"key": keys, **{f"weight: {n}": w for n, w in weights.items()}})
+    return FigureSpec("lookup_figure", (weights, keys), {},
+                      {"key": keys, **{f"weight: {n}": w for n, w in weights.items()}})
 
 
 def fig_tokens(ctx: Context) -> FigureSpec:
@@ -354,8 +357,8 @@ def fig_positional(ctx: Context) -> FigureSpec:
 
 def fig_qkv(ctx: Context) -> FigureSpec:
     q = attention_plots.head_slice(ctx.run.trace[f"encoder.{ctx.layer}.self_attn.q"], ctx.head)
-    return FigureSpec("vectors_heatmap", (q, list(ctx.run.src_tokens), f"Q of encoder layer {ctx.layer}, head {ctx.head}",
-                                          "query token"), {}, {"q0": q[0]})
+    title = f"Q of encoder layer {ctx.layer}, head {ctx.head}"
+    return FigureSpec("vectors_heatmap", (q, list(ctx.run.src_tokens), title, "query token"), {}, {"q0": q[0]})
 
 
 def fig_scores(ctx: Context) -> FigureSpec:
@@ -577,9 +580,11 @@ class Preset:
 PRESETS: tuple[Preset, ...] = (
     Preset("RNN slide (de→en)", "de", "Komm her bitte.", "Please come here."),
     Preset("RNN slide (en→de)", "en", "Please come here.", "Komm her bitte."),
-    Preset("What does “they” attend to? (en→de)", "en", "The kids were scared of the lions, so they left right away.",
+    Preset("What does “they” attend to? (en→de)", "en",
+           "The kids were scared of the lions, so they left right away.",
            "Die Kinder hatten Angst vor den Löwen, also gingen sie sofort."),
-    Preset("Masking slide (en→de)", "en", "Where there is a will, there is a way.", "Wo ein Wille ist, ist auch ein Weg."),
+    Preset("Masking slide (en→de)", "en", "Where there is a will, there is a way.",
+           "Wo ein Wille ist, ist auch ein Weg."),
 )
 
 
@@ -606,7 +611,8 @@ def preset_verdict(preset: Preset, run: SentenceRun, id_to_token: Callable[[list
     weakest = int(p.argmin())
     token = word(id_to_token([run.predicted_ids[weakest]])[0])
     line = (f"The slide translates it as “{preset.reference}”; this model writes “{run.translation}” "
-            f"({shared} of the slide's {len(wanted)} words; its least sure word, “{token}”, had p = {pct(p[weakest])}).")
+            f"({shared} of the slide's {len(wanted)} words; its least sure word, “{token}”, "
+            f"had p = {pct(p[weakest])}).")
     if shared < 0.6 * len(wanted) and p[weakest] < UNSURE:
         line += (" This translation is likely wrong in places, and the model was unsure there: say so. It is a "
                  "small model trained on captions and short everyday sentences.")

@@ -165,8 +165,8 @@ def what_if(sel: webapp.Selection, run: SentenceRun, key: str) -> None:
     fig = webapp.cached_figure(forced_comparison_figure, tokens, probs, f_tokens, f_probs, fork + 1,
                                title="Probability of each token written: the model's own choice and the forced one")
     webapp.chart(fig, {"position": list(range(1, max(len(ids), len(f_ids)) + 1)),
-                       "original": _padded(tokens, len(ids), len(f_ids)), "forced": _padded(f_tokens, len(f_ids), len(ids))},
-                 f"{key}-forced")
+                       "original": _padded(tokens, len(ids), len(f_ids)),
+                       "forced": _padded(f_tokens, len(f_ids), len(ids))}, f"{key}-forced")
 
 
 def _padded(values: list, n: int, other: int) -> list:

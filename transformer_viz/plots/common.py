@@ -175,10 +175,11 @@ PROJECTOR_SHORT_LABEL = 16  # characters: text annotations up to this long are e
 
 
 def projector_layout(fig: go.Figure, height: int | None = None) -> go.Figure:
-    """A copy of ``fig`` for a projector: body text PROJECTOR_FONT, every axis's tick labels and every
-    colour bar at least PROJECTOR_TICK_SIZE, titles PROJECTOR_TITLE_SIZE, text inside the plot (bar labels, and
-    annotations of at most PROJECTOR_SHORT_LABEL characters) at least PROJECTOR_TICK_SIZE, the sequential scale SEQUENTIAL replaced by
-    PROJECTOR_SEQUENTIAL, and the height (in px) set when given. The figure passed in is not changed."""
+    """A copy of ``fig`` for a projector: body text PROJECTOR_FONT, every axis's tick labels and every colour
+    bar at least PROJECTOR_TICK_SIZE, titles PROJECTOR_TITLE_SIZE, text inside the plot (bar labels, and
+    annotations of at most PROJECTOR_SHORT_LABEL characters) at least PROJECTOR_TICK_SIZE, the sequential
+    scale SEQUENTIAL replaced by PROJECTOR_SEQUENTIAL, and the height (in px) set when given. The figure
+    passed in is not changed."""
     out = go.Figure(fig)
     layout = out.layout
     layout.font = PROJECTOR_FONT
@@ -189,7 +190,7 @@ def projector_layout(fig: go.Figure, height: int | None = None) -> go.Figure:
         axis.tickfont.size = max(axis.tickfont.size or 0, PROJECTOR_TICK_SIZE)
         axis.title.font.size = PROJECTOR_TITLE_SIZE
         axis.automargin = True
-    for annotation in layout.annotations:  # short labels (panel titles "head 3"); a long one would overlap its neighbour
+    for annotation in layout.annotations:  # short labels ("head 3"); a long one would overlap its neighbour
         if len(re.sub(r"<[^>]*>", "", str(annotation.text or ""))) <= PROJECTOR_SHORT_LABEL:
             annotation.font.size = max(annotation.font.size or 0, PROJECTOR_TICK_SIZE)
     viridis = go.Heatmap(colorscale=SEQUENTIAL).colorscale

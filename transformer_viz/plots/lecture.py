@@ -11,7 +11,8 @@ from .common import (ARROW, BLUE, DECODER_FILL, ENCODER_FILL, FAINT, GREEN, INK,
 
 
 def _node(x: float, y: float, text: str, colour: str, hover: str) -> dict:
-    return {"type": "scatter", "x": [x], "y": [y], "mode": "markers+text", "text": [text], "textposition": "middle center",
+    return {"type": "scatter", "x": [x], "y": [y], "mode": "markers+text", "text": [text],
+            "textposition": "middle center",
             "marker": {"size": 38, "color": colour, "line": {"color": INK, "width": 1}, "symbol": "square"},
             "showlegend": False, "hovertemplate": f"{hover}<extra></extra>"}
 
@@ -99,8 +100,8 @@ def vit_patches_figure(image_size: int = 224, patch: int = 16, title: str | None
     layout = {"xaxis": {"visible": False, "constrain": "domain"},
               "yaxis": {"visible": False, "autorange": "reversed", "scaleanchor": "x"}, "shapes": shapes,
               "annotations": notes}
-    return make_figure(data, layout, title or f"{image_size}×{image_size} pixels → {side}×{side} = {n} patch tokens",
-                       420)
+    title = title or f"{image_size}×{image_size} pixels → {side}×{side} = {n} patch tokens"
+    return make_figure(data, layout, title, 420)
 
 
 DETR_OBJECTS = (("dog", (0.08, 0.12, 0.45, 0.62)), ("ball", (0.55, 0.10, 0.70, 0.28)),
@@ -134,5 +135,5 @@ def detr_queries_figure(n_queries: int = 10, title: str | None = None) -> go.Fig
               "shapes": [{"type": "rect", "x0": 0, "x1": 1, "y0": 0, "y1": 1, "xref": "x", "yref": "y",
                           "line": {"color": INK, "width": 1}, "fillcolor": "#f4f4f4", "layer": "below"}] + shapes,
               "annotations": notes}
-    return make_figure(data, layout, title or f"{n_queries} object queries: {len(matched)} find an object, the rest ∅",
-                       420)
+    title = title or f"{n_queries} object queries: {len(matched)} find an object, the rest ∅"
+    return make_figure(data, layout, title, 420)
