@@ -26,6 +26,18 @@ def test_topk_figure_marks_the_chosen_token():
     assert colours[1] != colours[0] and colours[0] == colours[2]
 
 
+def test_forced_comparison_shows_both_translations_token_by_token_with_the_fork_marked():
+    from transformer_viz.plots.decoding import forced_comparison_figure
+
+    fig = forced_comparison_figure(["▁A", "▁dog", "</s>"], [0.9, 0.6, 0.8], ["▁A", "▁cat", "▁runs", "</s>"],
+                                   [0.9, 0.1, 0.5, 0.7], fork=2)
+    original, forced = fig.data
+    assert list(original.x) == [1, 2, 3] and list(forced.x) == [1, 2, 3, 4]
+    assert list(forced.text) == ["␣A", "␣cat", "␣runs", "&lt;/s&gt;"]  # shown and escaped
+    assert list(forced.y) == [0.9, 0.1, 0.5, 0.7]
+    assert fig.layout.shapes[0].x0 == 1.5  # the fork: just before position 2
+
+
 def test_causal_mask_and_key_mask_figures():
     fig = causal_mask_figure(["0 <s>", "1 a", "2 b", "3 c"])
     allowed = np.asarray(traces(fig, "may attend")[0].z, dtype=float)
@@ -128,15 +140,3 @@ def test_tick_labels_rotate_when_they_do_not_fit():
     assert tick_angle(["0 a", "1 b", "2 c"]) == 0
     assert tick_angle([f"{t} ▁Wörter" for t in range(6)]) == -45  # six 9-character labels: ~380 px
     assert tick_angle([str(t) for t in range(12)]) == -45
-
-
-def test_forced_comparison_shows_both_translations_token_by_token_with_the_fork_marked():
-    from transformer_viz.plots.decoding import forced_comparison_figure
-
-    fig = forced_comparison_figure(["▁A", "▁dog", "</s>"], [0.9, 0.6, 0.8], ["▁A", "▁cat", "▁runs", "</s>"],
-                                   [0.9, 0.1, 0.5, 0.7], fork=2)
-    original, forced = fig.data
-    assert list(original.x) == [1, 2, 3] and list(forced.x) == [1, 2, 3, 4]
-    assert list(forced.text) == ["␣A", "␣cat", "␣runs", "&lt;/s&gt;"]  # shown and escaped
-    assert list(forced.y) == [0.9, 0.1, 0.5, 0.7]
-    assert fig.layout.shapes[0].x0 == 1.5  # the fork: just before position 2

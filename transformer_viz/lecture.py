@@ -473,20 +473,27 @@ def draw(plot: str, projector: bool, *args, **kwargs):
 
 # --- the steps ------------------------------------------------------------------------------------------
 
+def lines(*parts: str) -> str:
+    """A formula on several centred lines, each short enough for the text column beside the figure."""
+    return r"\begin{gathered}" + r" \\ ".join(parts) + r"\end{gathered}"
+
+
+
 STEPS: tuple[Step, ...] = (
     Step("rnn", "Why more than an RNN encoder–decoder", "rnn", text_rnn,
-         r"h_t = f(h_{t-1}, x_t),\quad c = h_S,\quad s_t = g(s_{t-1}, y_{t-1}, c)", "rnn",
+         lines(r"h_t = f(h_{t-1}, x_t),\quad c = h_S", r"s_t = g(s_{t-1}, y_{t-1}, c)"), "rnn",
          Notes("Start from the slide's RNN: the encoder squeezes the sentence into c, the decoder unrolls from it.",
                "What happens to the first words of a 40-word sentence by the time the encoder reaches the end?")),
     Step("lookup", "Attention as a soft database lookup", "lookup", text_lookup,
-         r"\text{sim}(q,k) \in \Big\{q^\top k,\ \frac{q^\top k}{\sqrt{d_k}},\ q^\top W k\Big\},\quad "
-         r"\text{result} = \sum_j \text{softmax}_j(\text{sim}(q, k_j))\, v_j", "attention",
+         lines(r"\text{sim}(q,k) \in \Big\{q^\top k,\ \frac{q^\top k}{\sqrt{d_k}},\ q^\top W k\Big\}",
+               r"\text{result} = \sum_j \text{softmax}_j(\text{sim}(q, k_j))\, v_j"), "attention",
          Notes("A lookup with soft matches: every key matches a little, the softmax decides how much.",
                "What would a hard lookup return if no key equals the query?",
                "The softmax runs over each query's keys: one row of the weight matrix sums to 1. In this app's "
                "figures queries are rows and keys are columns (some slides draw queries as columns).")),
     Step("tokens", "Tokens, IDs and padding", "tokens", text_tokens,
-         r"\text{text} \to (t_1, \dots, t_S) \to (\text{id}_1, \dots, \text{id}_S) \in \{0, \dots, V-1\}^S", "tokens",
+         lines(r"\text{text} \to (t_1, \dots, t_S)", r"\to (\text{id}_1, \dots, \text{id}_S) \in \{0, \dots, V-1\}^S"),
+         "tokens",
          Notes("Subwords, not words: rare words are spelled from pieces; </s> ends every source.",
                "Why pad at all, if the padding is masked away anyway?")),
     Step("embeddings", "Word embeddings × √d_model", "embeddings", text_embeddings,
@@ -494,43 +501,43 @@ STEPS: tuple[Step, ...] = (
          Notes("A lookup table, learned; the same matrix (transposed) is the output layer here.",
                "Why multiply by √d_model rather than leave the rows as they are?")),
     Step("positional", "Sinusoidal positional encodings", "positional", text_positional,
-         r"PE_{(p, 2i)} = \sin\!\big(p / 10000^{2i/d_{model}}\big),\quad "
-         r"PE_{(p, 2i+1)} = \cos\!\big(p / 10000^{2i/d_{model}}\big)", "positional",
+         lines(r"PE_{(p, 2i)} = \sin\!\big(p / 10000^{2i/d_{model}}\big)",
+               r"PE_{(p, 2i+1)} = \cos\!\big(p / 10000^{2i/d_{model}}\big)"), "positional",
          Notes("Each pair of dimensions is a clock at its own speed; together they give every position a unique code.",
                "Without them, would 'dog bites man' and 'man bites dog' look different to attention?",
                "The base is 10000 (the paper's; the text gives this model's); some slides write 1000.")),
     Step("qkv", "Self-attention: queries, keys and values", "qkv", text_qkv,
-         r"Q = XW_Q,\quad K = XW_K,\quad V = XW_V \in \mathbb{R}^{S \times d_k}", "attention",
+         lines(r"Q = XW_Q,\quad K = XW_K,\quad V = XW_V", r"Q, K, V \in \mathbb{R}^{S \times d_k}"), "attention",
          Notes("Three learned projections of the same X: self-attention.",
                "Why not compare the embeddings x_i · x_j directly?")),
     Step("scores", "Scores, scaling, the −∞ mask and the softmax", "scores", text_scores,
-         r"A = \text{softmax}\Big(\frac{QK^\top}{\sqrt{d_k}} + M\Big),\quad M_{ij} = "
-         r"\begin{cases}0 & j \le i\\ -\infty & j > i\end{cases}", "attention",
+         lines(r"A = \text{softmax}\Big(\frac{QK^\top}{\sqrt{d_k}} + M\Big)",
+               r"M_{ij} = \begin{cases}0 & j \le i\\ -\infty & j > i\end{cases}"), "attention",
          Notes("Scale, mask, softmax, in that order; e^−∞ = 0 is why the mask uses −∞ and not 0.",
                "What would a mask of 0 instead of −∞ do to the weights?",
                "The softmax runs along each query's row (over the keys); the figure draws queries as rows.")),
     Step("multihead", "Multi-head attention", "multihead", text_multihead,
-         r"\text{MultiHead}(Q,K,V) = \text{Concat}(\text{head}_1, \dots, \text{head}_h)\,W_O,\quad "
-         r"d_k = d_{model}/h", "encoder",
+         lines(r"\text{MultiHead}(Q,K,V)", r"= \text{Concat}(\text{head}_1, \dots, \text{head}_h)\,W_O",
+               r"d_k = d_{model}/h"), "encoder",
          Notes("h small attentions in parallel, each in d_k dimensions: the cost of one full-width head.",
                "Look at the heads: do some of them attend to the previous token, or to the sentence end?")),
     Step("add_norm", "Add & Norm, feed-forward, dropout", "add_norm", text_add_norm,
-         r"x' = \text{LayerNorm}(x + \text{Sublayer}(x)),\quad \text{FFN}(x) = \max(0, xW_1 + b_1)W_2 + b_2",
+         lines(r"x' = \text{LayerNorm}(x + \text{Sublayer}(x))", r"\text{FFN}(x) = \max(0, xW_1 + b_1)W_2 + b_2"),
          "encoder",
          Notes("The residual keeps the input; LayerNorm keeps the scale; the FFN works on each position alone.",
                "Which sublayer mixes information between positions, and which never does?")),
     Step("encoder_stack", "The encoder stack", "encoder_stack", text_encoder_stack,
-         r"M = \text{Enc}_N(\cdots \text{Enc}_1(X + PE))\in \mathbb{R}^{S \times d_{model}}", "encoder",
+         lines(r"M = \text{Enc}_N(\cdots \text{Enc}_1(X + PE))", r"M \in \mathbb{R}^{S \times d_{model}}"), "encoder",
          Notes("N identical layers, different weights; the output M is the decoder's memory.",
                "Why can all source positions be computed at once here, unlike in the RNN?")),
     Step("masked_self", "The decoder's masked self-attention", "masked_self", text_masked_self,
-         r"A = \text{softmax}\Big(\frac{QK^\top}{\sqrt{d_k}} + M_{\text{causal}}\Big),\quad "
-         r"A \in \mathbb{R}^{T \times T}", "decoder",
+         lines(r"A = \text{softmax}\Big(\frac{QK^\top}{\sqrt{d_k}} + M_{\text{causal}}\Big)",
+               r"A \in \mathbb{R}^{T \times T}"), "decoder",
          Notes("In training the whole target is fed at once; the mask makes that equal to writing it word by word.",
                "What would the model learn if it could see the next word while predicting it?")),
     Step("cross", "Cross-attention", "cross", text_cross,
-         r"\text{CrossAttn} = \text{softmax}\Big(\frac{Q_{dec} K_{enc}^\top}{\sqrt{d_k}}\Big) V_{enc},\quad "
-         r"(B, h, T, S)", "decoder",
+         lines(r"\text{softmax}\Big(\frac{Q_{dec} K_{enc}^\top}{\sqrt{d_k}}\Big) V_{enc}",
+               r"\text{scores: } (B, h, T, S)"), "decoder",
          Notes("Here the decoder consults the source: the role the RNN's single c played, now per output step.",
                "Which source word should the decoder look at when it writes the next word?",
                "Q comes from the decoder, K and V from the encoder (some slides swap them); the score tensor is "
@@ -540,8 +547,9 @@ STEPS: tuple[Step, ...] = (
          Notes("One probability per vocabulary entry; the model is a next-token classifier.",
                "Is the most probable token always the right one?")),
     Step("training", "Training: teacher forcing, label smoothing, the schedule", "training", text_training,
-         r"\mathcal{L} = -\sum_t \log P(y_t \mid y_{<t}, x),\quad "
-         r"lr = d_{model}^{-0.5} \min(\text{step}^{-0.5}, \text{step}\cdot\text{warmup}^{-1.5})", "training",
+         lines(r"\mathcal{L} = -\sum_t \log P(y_t \mid y_{<t}, x)",
+               r"lr = d_{model}^{-0.5} \min(s^{-0.5},\ s \cdot w^{-1.5})",
+               r"s = \text{step},\ w = \text{warm-up steps}"), "training",
          Notes("Teacher forcing: the correct previous words are fed in, never the model's own mistakes.",
                "What goes wrong at inference when the model only ever saw correct prefixes?")),
     Step("inference", "Inference: greedy and beam search", "inference", text_inference,
@@ -549,13 +557,13 @@ STEPS: tuple[Step, ...] = (
          Notes("One token at a time; each choice becomes input. Force another word and watch the rest change.",
                "If the class picks the second-best word here, will the translation get worse or just different?")),
     Step("vit", "Attention beyond text: the Vision Transformer", "vit", text_vit,
-         r"N = \frac{HW}{P^2} = \frac{224 \cdot 224}{16^2} = 196,\quad z_0 = [x_{cls};\, x_p^1 E; \dots; x_p^N E] + "
-         r"E_{pos}", "vit",
+         lines(r"N = \frac{HW}{P^2} = \frac{224 \cdot 224}{16^2} = 196",
+               r"z_0 = [x_{cls};\, x_p^1 E; \dots; x_p^N E] + E_{pos}"), "vit",
          Notes("Same encoder, other tokens: an image is a sequence of patches.",
                "What plays the role of word order for patches?")),
     Step("detr", "Attention beyond text: DETR", "detr", text_detr,
-         r"\hat y_i = (\hat c_i, \hat b_i),\ i = 1..N,\quad \hat\sigma = "
-         r"\arg\min_\sigma \sum_i \mathcal{L}_{match}(y_i, \hat y_{\sigma(i)})", "detr",
+         lines(r"\hat y_i = (\hat c_i, \hat b_i),\quad i = 1, \dots, N",
+               r"\hat\sigma = \arg\min_\sigma \sum_i \mathcal{L}_{match}(y_i, \hat y_{\sigma(i)})"), "detr",
          Notes("The decoder's queries are learned slots, not words; each finds one object or says ∅.",
                "Why does DETR need no non-maximum suppression?")),
 )
