@@ -1,14 +1,14 @@
 """The app's pages, in navigation order: the one list that app.py, the tests and the benchmarks read.
 
-The Lecture comes first: the whole lecture as a guided walkthrough, one step per idea, each linking to the
-page below that shows it in full. The root URL still opens the Overview (DEFAULT_PAGE): it is what a student
-typing the address should see first (the sentence and its translation), and it draws its figure before the
-model has loaded; the lecturer opens /lecture (a link with ?step=N opens that step).
-
-After it the order is the lecture's: the inputs (tokens, embeddings, positions), attention (self-attention, its
+The order is the lecture's: the inputs (tokens, embeddings, positions), attention (self-attention, its
 mask and heads), the encoder (Add & Norm, feed-forward), the decoder (cross-attention, the output), the
 masks tried out, then training (teacher forcing) before inference (decoding). Shapes, a reference for
 every step, comes last.
+
+Before them all, the Lecture: the whole lecture as a guided walkthrough, one step per idea, each linking to
+the page that shows it in full. The root URL still opens the Overview (DEFAULT_PAGE): it is what a student
+typing the address should see first (the sentence and its translation), and it draws its figure before the
+model has loaded; the lecturer opens /lecture (a link with ?step=N opens that step).
 
 Plain data and the standard library only, so that a benchmark or a browser test can list the pages
 without importing Streamlit, torch or plotly.
