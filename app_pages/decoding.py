@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from transformer_viz import webapp
+from transformer_viz import sections, webapp
 from transformer_viz.checks import score_change
 from transformer_viz.plots.common import token_labels, token_text
 from transformer_viz.plots.decoding import (attention_row_figure, beam_hypothesis, beam_tree_figure,
@@ -82,6 +82,8 @@ if greedy_tab.open:
         webapp.chart(fig, {"source": src_labels, "weight": row}, "decoding-cross-row",
                      caption="Taken from the teacher-forced pass over the finished translation: thanks to the causal "
                              "mask, row t there equals what the decoder computed at step t.")
+        st.subheader("What if the model had chosen another word?", anchor=False)
+        sections.what_if(sel, run, "decoding_what_if")
 
 if beam_tab.open:
     with beam_tab:

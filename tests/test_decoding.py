@@ -60,3 +60,37 @@ def test_with_the_loop_guard_no_output_loops_and_outputs_that_did_not_loop_stay_
             assert a == b
     beams = beam_search(tiny_model, src, beam_size=3, max_len=30, record=False, max_loop_repeats=3)
     assert not any(has_repetition(t) for t in beams.tokens)
+
+
+@torch.no_grad()
+def test_a_forced_prefix_is_written_first_and_greedy_decoding_continues_from_it(tiny_model):
+    """"What if the model had chosen another word?": the output starts with the forced tokens, then follows the
+    model's own greedy choices, exactly as a plain loop that reruns the whole model on each prefix."""
+    src = torch.tensor([[5, 9, 12, 7, EOS]])  # (1, S)
+    plain = greedy_decode(tiny_model, src, max_len=12, top_k=3)
+    forced = [plain.steps[0].top_ids[0][1], 23]  # the runner-up at step 1, then any token
+    result = greedy_decode(tiny_model, src, max_len=12, top_k=3, forced_prefix=forced)
+    tgt = [BOS] + forced
+    while len(tgt) - 1 < 12 and tgt[-1] != EOS:  # the reference: a full forward per step, argmax of the last row
+        logits = tiny_model(src, torch.tensor([tgt]))  # (1, t, V)
+        tgt.append(int(logits[0, -1].argmax()))
+    assert result.tokens[0][:2] == forced
+    assert result.tokens[0] == output_ids(tgt[1:])
+    # the forced steps record the probability the model gave the forced token, and its own top candidates
+    first = torch.softmax(tiny_model(src, torch.tensor([[BOS]]))[0, -1].double(), -1)  # (V,)
+    assert result.steps[0].chosen == [forced[0]]
+    assert abs(result.steps[0].chosen_prob[0] - float(first[forced[0]])) < 1e-5
+    assert result.steps[0].top_ids == plain.steps[0].top_ids
+    # forcing the model's own choices changes nothing; no prefix is plain greedy
+    own = greedy_decode(tiny_model, src, max_len=12, top_k=3, forced_prefix=plain.tokens[0][:3])
+    assert own.tokens == plain.tokens and own.scores == plain.scores
+    assert greedy_decode(tiny_model, src, max_len=12, top_k=3, forced_prefix=[]).tokens == plain.tokens
+
+
+def test_run_sentence_passes_a_forced_prefix_to_greedy_decoding(tiny_checkpoint):
+    from transformer_viz.engine import run_sentence
+
+    plain = run_sentence(tiny_checkpoint, "ein mann spielt im park .", trace=False)
+    other = plain.decoding.steps[0].top_ids[0][1]
+    forced = run_sentence(tiny_checkpoint, "ein mann spielt im park .", trace=False, forced_prefix=[other])
+    assert forced.tgt_ids[:2] == [BOS, other] and forced.decoding.steps[0].top_ids == plain.decoding.steps[0].top_ids

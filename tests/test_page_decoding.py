@@ -84,3 +84,30 @@ def test_beam_equal_to_greedy_shows_a_neutral_same_not_a_red_minus_zero(open_app
     assert at.metric[1].value == at.metric[0].value and at.metric[1].delta == "same"
     assert at.metric[1].proto.color == at.metric[1].proto.GRAY  # grey, not red
     assert at.metric[1].proto.direction == at.metric[1].proto.NONE  # and no arrow
+
+
+def test_forcing_another_word_decodes_the_rest_greedily_and_the_link_keeps_it(open_app, make_app, tiny_checkpoint):
+    from transformer_viz.sections import format_forced
+
+    at = open_app("app_pages/decoding.py")
+    run = run_sentence(tiny_checkpoint, SENTENCE)
+    at.selectbox(key="decoding_what_if_candidate").set_value(2)  # position 1, its third candidate
+    rerun(at)
+    at.button(key="decoding_what_if_force").click()
+    rerun(at)
+    forced = (run.decoding.steps[0].top_ids[0][2],)
+    assert at.query_params["force"] == format_forced(forced)
+    other = run_sentence(tiny_checkpoint, SENTENCE, forced_prefix=list(forced), trace=False)
+    assert other.translation in [t.value for t in at.text]
+    bars = chart(at, "decoding_what_if-forced")["data"]
+    np.testing.assert_allclose(array(bars[1]["y"])[0], run.decoding.steps[0].top_probs[0][2], atol=1e-6)
+    np.testing.assert_allclose(array(bars[0]["y"]), [s.chosen_prob[0] for s in run.decoding.steps], atol=1e-6)
+    # a new session from the link, straight onto the page
+    link = make_app()
+    for k in ("s", "ckpt", "force"):
+        link.query_params[k] = at.query_params[k]
+    link.switch_page("app_pages/decoding.py")
+    assert other.translation in [t.value for t in rerun(link).text]
+    # another sentence: nothing forced any more
+    change_sentence(link, OTHER_SENTENCE)
+    assert "force" not in link.query_params

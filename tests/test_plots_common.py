@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from transformer_viz.plots.common import (ALLOWED_COLOUR, MASKED_COLOUR, heatmap, heatmap_traces, log_softmax,
-                                          mask_figure, softmax)
+                                          make_figure, mask_figure, softmax)
 
 from tests.support.figures import traces, z_of
 
@@ -57,3 +57,27 @@ def test_word_start_mark_is_shown_one_way():
 
     assert WORD_START == "␣" and token_text("▁Zwei") == "␣Zwei" and token_text("en") == "en"
     assert token_labels(["▁Zwei", "▁<b>", "."]) == ["0 ␣Zwei", "1 ␣&lt;b&gt;", "2 ."]
+
+
+def test_projector_layout_enlarges_every_text_and_swaps_the_sequential_scale_on_a_copy():
+    from transformer_viz.plots.common import PROJECTOR_SEQUENTIAL, PROJECTOR_TICK_SIZE, projector_layout
+    from transformer_viz.plots.layers import head_grid
+
+    fig = head_grid(np.full((4, 3, 3), 1 / 3), ["a", "b", "c"], ["a", "b", "c"], title="heads")
+    before = fig.to_plotly_json()
+    big = projector_layout(fig, height=430)
+    assert fig.to_plotly_json() == before  # the (cached, shared) figure is not changed
+    assert big.layout.height == 430 and big.layout.font.size >= 20
+    axes = [*big.select_xaxes(), *big.select_yaxes()]
+    assert len(axes) == 8 and all(a.tickfont.size >= PROJECTOR_TICK_SIZE for a in axes)
+    assert all(a.font.size >= PROJECTOR_TICK_SIZE for a in big.layout.annotations)  # the panel titles "head j"
+    long = projector_layout(make_figure([], {"annotations": [{"text": "a panel title far too long to grow",
+                                                              "font": {"size": 12}}]}))
+    assert long.layout.annotations[0].font.size == 12  # it would overlap its neighbour
+    assert big.layout.coloraxis.colorbar.tickfont.size >= PROJECTOR_TICK_SIZE
+    assert big.layout.coloraxis.colorscale != fig.layout.coloraxis.colorscale
+    assert big.layout.coloraxis.colorscale == projector_layout(heatmap(np.eye(2), colorscale=PROJECTOR_SEQUENTIAL)
+                                                               ).data[0].colorscale
+    # a diverging scale is high-contrast already: kept
+    signed = heatmap(np.array([[-1.0, 1.0]]))
+    assert projector_layout(signed).data[0].colorscale == signed.data[0].colorscale

@@ -27,6 +27,18 @@ def test_topk_figure_marks_the_chosen_token():
     assert colours[1] != colours[0] and colours[0] == colours[2]
 
 
+def test_forced_comparison_shows_both_translations_token_by_token_with_the_fork_marked():
+    from transformer_viz.plots.decoding import forced_comparison_figure
+
+    fig = forced_comparison_figure(["▁A", "▁dog", "</s>"], [0.9, 0.6, 0.8], ["▁A", "▁cat", "▁runs", "</s>"],
+                                   [0.9, 0.1, 0.5, 0.7], fork=2)
+    original, forced = fig.data
+    assert list(original.x) == [1, 2, 3] and list(forced.x) == [1, 2, 3, 4]
+    assert list(forced.text) == ["␣A", "␣cat", "␣runs", "&lt;/s&gt;"]  # shown and escaped
+    assert list(forced.y) == [0.9, 0.1, 0.5, 0.7]
+    assert fig.layout.shapes[0].x0 == 1.5  # the fork: just before position 2
+
+
 def test_causal_mask_and_key_mask_figures():
     fig = causal_mask_figure(["0 <s>", "1 a", "2 b", "3 c"])
     allowed = np.asarray(traces(fig, "may attend")[0].z, dtype=float)

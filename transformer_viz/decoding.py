@@ -75,10 +75,15 @@ def max_output_length(cfg: ModelConfig, source_length: int) -> int:
 
 @torch.no_grad()
 def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int | None = None, top_k: int = 5,
-                  record: bool = True, max_loop_repeats: int = 0) -> DecodeResult:
+                  record: bool = True, max_loop_repeats: int = 0,
+                  forced_prefix: list[int] | None = None) -> DecodeResult:
     """Pick the most probable token at every step. src (B, S) -> one output per row.
 
-    ``max_loop_repeats`` > 0: the optional repetition guard (:func:`loop_bans`); 0 leaves the model's choices."""
+    ``max_loop_repeats`` > 0: the optional repetition guard (:func:`loop_bans`); 0 leaves the model's choices.
+    ``forced_prefix``: tokens written first instead of the model's choices ("what if it had chosen another
+    word?"), the same for every row; greedy decoding goes on from there. Its steps are recorded like the
+    others, with the probability the model gave each forced token."""
+    forced = list(forced_prefix or [])
     cfg = model.cfg
     max_len = max_len or max_output_length(cfg, src.size(1))
     B = src.size(0)
@@ -87,11 +92,14 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int | None = N
     finished = torch.zeros(B, dtype=torch.bool, device=src.device)
     scores = torch.zeros(B, device=src.device)
     out, steps = [], []
-    for _ in range(max_len):
+    for t in range(max_len):
         logp = torch.log_softmax(model.decode_step(last, state).float(), dim=-1)  # (B, V)
         if max_loop_repeats and out:
             logp = ban_loops(logp, torch.stack(out, dim=1), max_loop_repeats)
         best_logp, best = logp.max(dim=-1)  # (B,)
+        if t < len(forced):
+            best = torch.full((B,), forced[t], dtype=torch.long, device=src.device)  # (B,)
+            best_logp = logp.gather(1, best[:, None])[:, 0]  # (B,)
         best = best.masked_fill(finished, cfg.pad_id)
         scores += best_logp.masked_fill(finished, 0.0)
         if record:

@@ -54,12 +54,13 @@ def traced_forward(model: Transformer, src_ids: list[int], tgt_ids: list[int], c
 @torch.no_grad()
 def run_sentence(ckpt: Checkpoint, text: str, beam_size: int = 1, trace: bool = True, causal: bool = True,
                  top_k: int = 10, max_output: int | None = None, alpha: float | None = None,
-                 max_loop_repeats: int | None = None) -> SentenceRun:
+                 max_loop_repeats: int | None = None, forced_prefix: list[int] | None = None) -> SentenceRun:
     """Clean and tokenize ``text``, translate it, and trace the forward pass over the translation.
 
     ``alpha`` and ``max_loop_repeats`` (the repetition guard) default to the checkpoint's decoding defaults
     for beam search; greedy decoding, which the pages show step by step, keeps the model's own choices
-    unless a guard is asked for.
+    unless a guard is asked for. ``forced_prefix`` (greedy only): the translation starts with these tokens,
+    whatever the model prefers, and greedy decoding continues from them.
 
     Raises :class:`~transformer_viz.tokenizer.InputError` for text that cannot be run (empty).
     """
@@ -69,7 +70,7 @@ def run_sentence(ckpt: Checkpoint, text: str, beam_size: int = 1, trace: bool = 
     src = torch.tensor([encoded.ids], device=device)  # (1, S)
     max_output = max_output or max_output_length(cfg, len(encoded.ids))
     if beam_size <= 1:
-        kwargs = {"top_k": top_k, "max_loop_repeats": max_loop_repeats or 0}
+        kwargs = {"top_k": top_k, "max_loop_repeats": max_loop_repeats or 0, "forced_prefix": forced_prefix}
     else:  # the decoding the checkpoint's scores were measured with, unless told otherwise
         kwargs = {"alpha": ckpt.generation.length_penalty if alpha is None else alpha,
                   "max_loop_repeats": ckpt.generation.max_loop_repeats if max_loop_repeats is None

@@ -5,6 +5,11 @@ mask and heads), the encoder (Add & Norm, feed-forward), the decoder (cross-atte
 masks tried out, then training (teacher forcing) before inference (decoding). Shapes, a reference for
 every step, comes last.
 
+Before them all, the Lecture: the whole lecture as a guided walkthrough, one step per idea, each linking to
+the page that shows it in full. The root URL still opens the Overview (DEFAULT_PAGE): it is what a student
+typing the address should see first (the sentence and its translation), and it draws its figure before the
+model has loaded; the lecturer opens /lecture (a link with ?step=N opens that step).
+
 Plain data and the standard library only, so that a benchmark or a browser test can list the pages
 without importing Streamlit, torch or plotly.
 """
@@ -22,6 +27,7 @@ class Page:
 
 
 PAGES: tuple[Page, ...] = (
+    Page("app_pages/lecture.py", "Lecture", "lecture"),
     Page("app_pages/overview.py", "Overview & translation", "overview"),
     Page("app_pages/tokens.py", "Tokens & embeddings", "tokens"),
     Page("app_pages/positional.py", "Positional encoding", "positional"),
@@ -33,4 +39,4 @@ PAGES: tuple[Page, ...] = (
     Page("app_pages/decoding.py", "Decoding", "decoding"),
     Page("app_pages/shapes.py", "Shapes", "shapes"),
 )
-DEFAULT_PAGE = PAGES[0]  # what the root URL opens
+DEFAULT_PAGE = next(p for p in PAGES if p.url_path == "overview")  # what the root URL opens

@@ -247,6 +247,15 @@ def get_run(name: str, sentence: str, beam_size: int = 1, causal: bool = True) -
     return run_sentence(get_checkpoint(name), sentence, beam_size=beam_size, causal=causal)
 
 
+@st.cache_resource(show_spinner="Decoding from the forced word…", max_entries=64, ttl=3600)
+def get_forced_run(name: str, sentence: str, forced: tuple[int, ...]) -> SentenceRun:
+    """Greedy decoding of the sentence whose translation starts with ``forced`` (token IDs), the model's own
+    choices after them ("what if it had chosen another word?"); decoding only, no trace. Shared like get_run."""
+    from .engine import run_sentence
+
+    return run_sentence(get_checkpoint(name), sentence, trace=False, forced_prefix=list(forced))
+
+
 @dataclass
 class Selection:
     checkpoint: str
@@ -468,6 +477,17 @@ def reset_stale_index(key: str, n: int) -> None:
     value = st.session_state.get(key, 0)
     if not isinstance(value, int) or not 0 <= value < n:
         st.session_state[key] = 0
+
+
+def link_step() -> str | None:
+    """The step named in the link this session was opened with (``step=7``, as text, unchecked), when the
+    link opened this page; once: later runs get None, and the session's own choice counts."""
+    state = st.session_state
+    title, wanted = state.get(_URL_STEP) or (None, None)
+    if wanted is None or title != state[_OPEN_PAGE].title:
+        return None
+    state[_URL_STEP] = (None, None)
+    return wanted
 
 
 def steps(labels: list[str], key: str) -> list:

@@ -4,6 +4,7 @@ figure, one way to draw a heatmap whose masked cells are grey, and the softmax b
 from __future__ import annotations
 
 import html
+import re
 
 import numpy as np
 import plotly.graph_objects as go
@@ -160,3 +161,51 @@ def log_softmax(logits) -> np.ndarray:
 def softmax(logits) -> np.ndarray:
     """softmax over the last axis, in float64."""
     return np.exp(log_softmax(logits))
+
+
+# --- projector style -------------------------------------------------------------------------------------
+
+# For a lecture hall: text readable from the back row, and a sequential scale whose lightness runs from
+# near-white (weight 0) to a dark blue (weight 1), so a strong weight stays visible on a washed-out
+# projector where Viridis's yellow end fades into the white page.
+PROJECTOR_FONT = dict(family="Inter, Arial, sans-serif", size=20)
+PROJECTOR_TICK_SIZE = 18  # axis tick labels, colour-bar ticks, panel titles
+PROJECTOR_TITLE_SIZE = 22  # axis titles and the figure title
+PROJECTOR_SEQUENTIAL = "YlGnBu"
+PROJECTOR_SHORT_LABEL = 16  # characters: text annotations up to this long are enlarged like the tick labels
+
+
+def projector_layout(fig: go.Figure, height: int | None = None) -> go.Figure:
+    """A copy of ``fig`` for a projector: body text PROJECTOR_FONT, every axis's tick labels and every colour
+    bar at least PROJECTOR_TICK_SIZE, titles PROJECTOR_TITLE_SIZE, text inside the plot (bar labels, and
+    annotations of at most PROJECTOR_SHORT_LABEL characters) at least PROJECTOR_TICK_SIZE, the sequential
+    scale SEQUENTIAL replaced by PROJECTOR_SEQUENTIAL, and the height (in px) set when given. The figure
+    passed in is not changed."""
+    out = go.Figure(fig)
+    layout = out.layout
+    layout.font = PROJECTOR_FONT
+    layout.title.font.size = PROJECTOR_TITLE_SIZE
+    layout.hoverlabel.font.size = PROJECTOR_TICK_SIZE
+    layout.legend.font.size = PROJECTOR_TICK_SIZE
+    for axis in [*out.select_xaxes(), *out.select_yaxes()]:
+        axis.tickfont.size = max(axis.tickfont.size or 0, PROJECTOR_TICK_SIZE)
+        axis.title.font.size = PROJECTOR_TITLE_SIZE
+        axis.automargin = True
+    for annotation in layout.annotations:  # short labels ("head 3"); a long one would overlap its neighbour
+        if len(re.sub(r"<[^>]*>", "", str(annotation.text or ""))) <= PROJECTOR_SHORT_LABEL:
+            annotation.font.size = max(annotation.font.size or 0, PROJECTOR_TICK_SIZE)
+    viridis = go.Heatmap(colorscale=SEQUENTIAL).colorscale
+    for coloraxis in out.select_coloraxes():
+        if coloraxis.colorscale == viridis:
+            coloraxis.colorscale = PROJECTOR_SEQUENTIAL
+        coloraxis.colorbar.tickfont.size = PROJECTOR_TICK_SIZE
+    for trace in out.data:
+        if getattr(trace, "colorscale", None) == viridis:
+            trace.colorscale = PROJECTOR_SEQUENTIAL
+        if hasattr(trace, "colorbar"):
+            trace.colorbar.tickfont.size = PROJECTOR_TICK_SIZE
+        if hasattr(trace, "textfont"):
+            trace.textfont.size = max(trace.textfont.size or 0, PROJECTOR_TICK_SIZE)
+    if height:
+        layout.height = height
+    return out

@@ -242,3 +242,26 @@ def key_mask_figure(is_real, labels: list[str], title: str | None = None) -> go.
     """The padding mask of one batch row as a strip: real keys blue, <pad> keys grey (−∞ in the scores)."""
     return mask_figure(np.asarray(is_real, dtype=bool)[None, :], labels, ["may attend"], title, 170,
                        allowed_name="real token")
+
+
+# --- what if the model had chosen another word? ---------------------------------------------------------
+
+def forced_comparison_figure(original_tokens: list[str], original_probs, forced_tokens: list[str], forced_probs,
+                             fork: int, title: str | None = None) -> go.Figure:
+    """The probability the model gave each token it wrote, position by position: the original greedy
+    translation and the one with a token forced at position ``fork`` (1-based), each bar labelled with its
+    token. Up to the fork both are the same; the forced token's bar shows how unlikely the model found it."""
+    data = []
+    for name, tokens, probs, colour in (("original", original_tokens, original_probs, BLUE),
+                                        ("forced", forced_tokens, forced_probs, ORANGE)):
+        probs = np.asarray(probs, dtype=np.float64)
+        data.append({"type": "bar", "x": list(range(1, len(probs) + 1)), "y": probs, "name": name,
+                     "marker": {"color": colour}, "text": [safe_label(_shown(t)) for t in tokens],
+                     "textposition": "outside", "textangle": -60, "cliponaxis": False,
+                     "hovertemplate": f"{name}<br>position %{{x}}: %{{text}}<br>p = %{{y:.4f}}<extra></extra>"})
+    layout = {"barmode": "group", "xaxis": {"title": {"text": "position in the translation"}, "dtick": 1},
+              "yaxis": {"range": [0, 1.35], "title": {"text": "probability of the token written"}},
+              "shapes": [{"type": "line", "x0": fork - 0.5, "x1": fork - 0.5, "y0": 0, "y1": 1, "yref": "paper",
+                          "line": {"color": INK, "dash": "dot"}}],
+              "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"}}
+    return make_figure(data, layout, title, 380)
