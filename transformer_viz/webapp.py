@@ -537,12 +537,17 @@ def token_frame(values, row_tokens: list[str], col_tokens: list[str] | None = No
                         columns=row_names(col_tokens) if col_tokens is not None else None)
 
 
+# The figure's own template (plots.common) gives its look, not Streamlit's theme; the toolbar shows on
+# hover (on a touch screen: after a tap), so it does not sit over a chart's title.
+CHART_CONFIG = {"displaylogo": False, "displayModeBar": "hover", "scrollZoom": False}
+
+
 def chart(fig, data, name: str, caption: str | None = None) -> None:
     """A figure with its data as a CSV download (plotly's own toolbar saves the image)."""
     import pandas as pd
 
-    st.plotly_chart(fig, width="stretch", key=f"chart-{name}",
-                    config={"displaylogo": False, "toImageButtonOptions": {"filename": name, "scale": 2}})
+    st.plotly_chart(fig, width="stretch", key=f"chart-{name}", theme=None, config=CHART_CONFIG | {
+        "toImageButtonOptions": {"filename": name, "scale": 2}})
     frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
     # A callable: the CSV is built only when someone downloads it, not on every rerun.
     st.download_button("Download the data (CSV)", lambda: frame.to_csv().encode("utf-8"), file_name=f"{name}.csv",
