@@ -111,3 +111,30 @@ def test_on_a_projector_chart_text_has_wcag_aa_contrast_and_there_is_no_deploy_b
         assert pg.get_by_role("button", name=re.compile("^Deploy")).count() == 0
     finally:
         context.close()
+
+
+def test_on_a_phone_the_sentence_box_is_on_the_page_and_enter_or_the_button_runs_it(browser, app_url):  # noqa: F811
+    context, pg = new_page(browser, app_url, "encoder", viewport={"width": 390, "height": 844}, has_touch=True,
+                           is_mobile=True)
+    try:
+        box = pg.locator(".st-key-sentence_bar input")
+        assert box.is_visible(), "no sentence box on the phone's screen"
+        assert box.bounding_box()["y"] < 844, "the sentence box is below the first screen"
+        assert box.input_value() == FIRST_SENTENCE
+        box.fill("ein hund läuft .")
+        before = pg.evaluate("window.__stRuns")
+        box.press("Enter")
+        wait_for_run(pg, before, sentence="ein hund läuft .")
+        assert_page_healthy(pg, "Encoder (phone, after Enter)")
+        box.fill("eine frau liest .")
+        before = pg.evaluate("window.__stRuns")
+        pg.get_by_role("button", name="Translate ▶").tap()
+        wait_for_run(pg, before, sentence="eine frau liest .")
+        assert pg.get_by_label(re.compile(r"^Sentence")).first.input_value() in ("eine frau liest .", "")
+    finally:
+        context.close()
+    wide, pg = new_page(browser, app_url, "encoder", viewport={"width": 1280, "height": 720})
+    try:  # on a wide screen the sidebar has the sentence box; the bar would only repeat it
+        assert not pg.locator(".st-key-sentence_bar input").is_visible()
+    finally:
+        wide.close()

@@ -442,6 +442,41 @@ def require_run(sel: Selection, beam_size: int = 1, causal: bool = True) -> Sent
     return run
 
 
+# The look every page shares. Style-only HTML takes no room on the page (Streamlit puts it out of the flow).
+PAGE_CSS = """<style>
+/* A projector shows 720 px: less empty space above a smaller title, so that the main figure starts on
+   the first screen. */
+[data-testid="stMainBlockContainer"] { padding-top: 2.5rem; }
+[data-testid="stMain"] h1 { font-size: 2.1rem; padding: 0.25rem 0 0.5rem; }
+/* The sentence bar is for narrow screens (a phone), where the sidebar is folded away. */
+@media (min-width: 768px) { .st-key-sentence_bar { display: none; } }
+</style>"""
+
+
+def page_style() -> None:
+    st.html(PAGE_CSS)
+
+
+_BAR_TEXT = "sentence_bar_text"
+
+
+def _run_bar_sentence() -> None:
+    text = st.session_state.get(_BAR_TEXT, "")
+    if text.strip():
+        st.session_state["sentence"] = text[:MAX_INPUT_CHARS]
+
+
+def sentence_bar(sel: Selection) -> None:
+    """On a phone the sidebar (and its sentence box) is folded away behind a small arrow, and a text area
+    there takes Enter as a new line: a one-line box at the top of the page with a Translate button, where
+    Enter (the keyboard's Go) runs the sentence. Hidden on wide screens, which have the sidebar."""
+    st.session_state[_BAR_TEXT] = sel.sentence  # what the sidebar holds, each run (a form sends only on submit)
+    with st.container(key="sentence_bar"), st.form("sentence_bar_form", border=False):
+        text_col, button_col = st.columns([4, 1], vertical_alignment="bottom")
+        text_col.text_input(f"Sentence ({language_name(sel.src_lang)})", key=_BAR_TEXT, max_chars=MAX_INPUT_CHARS)
+        button_col.form_submit_button("Translate ▶", on_click=_run_bar_sentence, width="stretch")
+
+
 def page_header(intro: str, formula: str | None = None, *, run: bool = True) -> tuple[Selection, SentenceRun | None]:
     """The top of every page: the selection, the page's title (as the navigation names it), what the page
     shows and its formula; then the sentence's run, or a stop where the input was refused.
@@ -451,6 +486,7 @@ def page_header(intro: str, formula: str | None = None, *, run: bool = True) -> 
     """
     sel = selection()
     st.title(st.session_state[_OPEN_PAGE].title)
+    sentence_bar(sel)
     st.session_state[_NOTES_SLOT] = st.container()  # the input notes go here, above everything else
     st.markdown(intro)
     if formula:
