@@ -7,6 +7,7 @@ Skipped when Debian's Chromium is missing, like tests/test_browser.py (whose fix
 
 from __future__ import annotations
 
+import math
 import re
 import urllib.parse
 
@@ -138,3 +139,50 @@ def test_on_a_phone_the_sentence_box_is_on_the_page_and_enter_or_the_button_runs
         assert not pg.locator(".st-key-sentence_bar input").is_visible()
     finally:
         wide.close()
+
+
+# For each chart, each x axis's tick labels: text, the transform plotly placed it with, its length and font size.
+TICKS_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')).map((p) =>
+  Array.from(p.querySelectorAll('.xaxislayer-above, .xaxislayer-below')).map((layer) =>
+    Array.from(layer.querySelectorAll('.xtick text')).filter((t) => t.textContent.trim()).map((t) =>
+      [t.textContent, t.getAttribute('transform') || '', t.getComputedTextLength(),
+       parseFloat(getComputedStyle(t).fontSize)])))"""
+
+
+def overlapping_ticks(charts: list) -> list:
+    """Pairs of neighbouring tick labels of one axis that overlap. Upright labels (centred on their tick)
+    overlap when their extents do; labels turned by θ are parallel strips one font size high, which
+    overlap when the ticks are closer than font size / sin|θ|."""
+    bad = []
+    for axes in charts:
+        for ticks in axes:
+            placed = []
+            for text, transform, width, size in ticks:
+                x = float(re.search(r"translate\(([-\d.e]+)", transform).group(1))
+                turn = re.search(r"rotate\(([-\d.e]+)", transform)
+                placed.append((x, text, width, size, abs(float(turn.group(1))) if turn else 0.0))
+            placed.sort()
+            for a, b in zip(placed, placed[1:]):
+                gap, angle = b[0] - a[0], a[4]
+                room = (a[2] + b[2]) / 2 if angle == 0 else a[3] / math.sin(math.radians(angle))
+                if gap + 1 < room:
+                    bad.append((a[1], b[1], round(gap, 1), round(room, 1), angle))
+    return bad
+
+
+def test_on_a_phone_token_tick_labels_do_not_run_together(browser, app_url):  # noqa: F811
+    from tests.test_browser import open_step
+
+    sentence = "ein mann spielt mit einem hund im park ."  # 10 tokens with <s> and </s>
+    context, pg = new_page(browser, app_url, "attention", viewport={"width": 390, "height": 844}, has_touch=True,
+                           is_mobile=True)
+    try:
+        pg.goto(pg.url.split("?")[0] + "?s=" + urllib.parse.quote(sentence))
+        wait_for_run(pg, 0, sentence=sentence)
+        open_step(pg, "2.")
+        charts = pg.evaluate(TICKS_JS)
+        assert sum(len(ticks) for axes in charts for ticks in axes) >= 8
+        bad = overlapping_ticks(charts)
+        assert bad == [], bad[:10]
+    finally:
+        context.close()
