@@ -9,13 +9,6 @@ from transformer_viz.plots import attention as plots
 from transformer_viz.plots.common import softmax
 
 
-def latex_number(x: float) -> str:
-    if x == 0:
-        return "0"
-    mantissa, exponent = f"{x:.1e}".split("e")
-    return r"%s \times 10^{%d}" % (mantissa, int(exponent))
-
-
 sel, run = webapp.page_header(
     "Each token asks a question (its query q), every token offers a label (its key k) and a content (its "
     "value v). The query is compared with every key; the softmax of the scores says how much of each value to "
@@ -105,20 +98,9 @@ if worked_tab.open:
             i = st.selectbox("Query i", list(range(Lq)), format_func=lambda n: f"{n}: {q_tokens[n]}")
         with right:
             j = st.selectbox("Key j", list(range(Lk)), format_func=lambda n: f"{n}: {k_tokens[n]}")
-        worked = plots.worked_score(q[i], k[j], d_k)
-        traced = float(scores[i, j])
-        terms = " + ".join(f"({a:.3f})({b:.3f})" for a, b in zip(q[i][:3], k[j][:3]))
-        st.latex(r"q_{%d} \cdot k_{%d} = \sum_{m=1}^{%d} q_{%d,m}\, k_{%d,m} = %s + \cdots = %.6f"
-                 % (i, j, d_k, i, j, terms, worked["dot"]))
-        st.latex(r"s_{%d,%d} = \frac{q_{%d} \cdot k_{%d}}{\sqrt{d_k}} = \frac{%.6f}{\sqrt{%d}} = \frac{%.6f}{%.6f} = %.6f"
-                 % (i, j, i, j, worked["dot"], d_k, worked["dot"], worked["sqrt_d_k"], worked["scaled"]))
-        st.latex(r"\text{traced}\ \texttt{%s.scores}[0, %d, %d, %d] = %.6f\quad(|\Delta| = %s)"
-                 % (prefix.replace("_", r"\_"), sel.head, i, j, traced, latex_number(abs(traced - worked["scaled"]))))
-        if mask[i, j]:
-            st.latex(r"w_{%d,%d} = \frac{e^{%.4f}}{\sum_{j'} e^{s_{%d,j'}}} = %.6f" % (i, j, traced, i, float(weights[i, j])))
-        else:
-            st.latex(r"M_{%d,%d} = -\infty \;\Rightarrow\; s_{%d,%d} + M_{%d,%d} = -\infty,\ w_{%d,%d} = 0"
-                     % (i, j, i, j, i, j, i, j))
+        for line in plots.worked_score_latex(q[i], k[j], i, j, float(scores[i, j]), f"{prefix}.scores", sel.head,
+                                             bool(mask[i, j]), float(weights[i, j])):
+            st.latex(line)
         fig = webapp.cached_figure(plots.score_terms_figure, q[i], k[j], q_tokens[i], k_tokens[j])
         webapp.chart(fig, pd.DataFrame({"q": q[i], "k": k[j], "q*k": q[i] * k[j]}), "attention-worked")
 

@@ -18,9 +18,9 @@ sel, run = webapp.page_header(
     "**feed-forward** network. After the last layer a linear map (tied to the embeddings) and a softmax "
     "give a distribution over the vocabulary for the next token. The target here is the model's own "
     "greedy translation, fed in as in training (teacher forcing).",
-    r"y' = \mathrm{LN}\big(y + \mathrm{MaskedMultiHead}(y, y, y)\big),\quad "
-    r"y'' = \mathrm{LN}\big(y' + \mathrm{MultiHead}(y', m, m)\big),\quad "
-    r"y''' = \mathrm{LN}\big(y'' + \mathrm{FFN}(y'')\big)")
+    r"\begin{gathered}y' = \mathrm{LN}\big(y + \mathrm{MaskedMultiHead}(y, y, y)\big),\quad "
+    r"y'' = \mathrm{LN}\big(y' + \mathrm{MultiHead}(y', m, m)\big),\\ "
+    r"y''' = \mathrm{LN}\big(y'' + \mathrm{FFN}(y'')\big)\end{gathered}")
 cfg, trace, i, j = run.config, run.trace, sel.layer, sel.head
 src_labels, tgt_labels = token_labels(run.src_tokens), token_labels(run.tgt_tokens)
 S, T = len(src_labels), len(tgt_labels)
@@ -31,11 +31,11 @@ st.caption(f"Layer {i} of N = {cfg.N}, head {j} of h = {cfg.h} (change them in t
 
 self_tab, cross_tab, norm_tab, ffn_tab, output_tab = webapp.steps([
     "1 · Masked self-attention",
-    "2 · Cross-attention (decoder → encoder)",
+    "2 · Cross-attention",
     "3 · Add & Norm (three of them)",
     "4 · Feed-forward",
     "5 · Output distribution",
-], key="decoder_step")
+], key="decoder_step")  # short labels: all five tabs fit at 1280 px
 
 if self_tab.open:
     with self_tab:

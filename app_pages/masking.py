@@ -6,11 +6,11 @@ import pandas as pd
 import streamlit as st
 
 from transformer_viz import engine, webapp
-from transformer_viz.plots.common import token_labels, token_text
-from transformer_viz.plots.decoding import compare_predictions, future_mass, key_mask_figure, prediction_change_figure
+from transformer_viz.plots.common import token_labels
+from transformer_viz.plots.decoding import (PREDICTION_HEADERS, batch_row_labels, compare_predictions, future_mass,
+                                            key_mask_figure, mask_effect_text, prediction_change_figure,
+                                            prediction_table)
 from transformer_viz.plots.layers import attention_map, masked_attention_figure
-
-ATOL = 1e-5
 
 
 @st.cache_resource(show_spinner="Running the batch…", max_entries=32)
@@ -20,18 +20,6 @@ def padded_batch(checkpoint: str, sentences: tuple[str, ...]):
     trace, src_tokens, tgt_tokens = engine.batch_trace(webapp.get_checkpoint(checkpoint), list(sentences))
     singles = [webapp.get_run(checkpoint, sentence) for sentence in sentences]
     return trace, src_tokens, tgt_tokens, engine.batch_differences(trace, src_tokens, tgt_tokens, singles)
-
-
-def mask_effect(compare: dict) -> str:
-    """What removing the mask did to this model, in the direction the table shows."""
-    before, after = compare["p_expected_a"].mean(), compare["p_expected_b"].mean()
-    changed, T = int((compare["argmax_a"] != compare["argmax_b"]).sum()), len(compare["kl"])
-    direction = "falls" if after < before else "rises"
-    return (f"This model was **trained with** the causal mask, so it never learned to use the future: removing "
-            f"the mask at inference feeds it inputs it has never seen. Averaged over the {T} positions, the "
-            f"probability of the expected next token **{direction} from {before:.3f} to {after:.3f}**, and "
-            f"{changed} of {T} argmax tokens change. A model *trained* without the mask would instead learn to "
-            f"copy the next token from its input — and could not generate, where no next token exists yet.")
 
 
 sel, run = webapp.page_header(
@@ -87,17 +75,7 @@ if causal_tab.open:
         compare = compare_predictions(run.trace["logits"][0].numpy(), unmasked.trace["logits"][0].numpy(),
                                       run.predicted_ids)
         tokens = webapp.get_checkpoint(sel.checkpoint).tokenizer.convert_ids_to_tokens
-        table = pd.DataFrame({
-            # a table shows text as is: no escaping, only the word-start mark as in the figures
-            "decoder input": [f"{t} {token_text(token)}" for t, token in enumerate(run.tgt_tokens)],
-            "expected next": [token_text(t) for t in tokens(run.predicted_ids)],
-            "argmax (mask)": [token_text(t) for t in tokens(compare["argmax_a"].tolist())],
-            "p (mask)": compare["p_argmax_a"],
-            "argmax (no mask)": [token_text(t) for t in tokens(compare["argmax_b"].tolist())],
-            "p (no mask)": compare["p_argmax_b"],
-            "p(expected), mask": compare["p_expected_a"], "p(expected), no mask": compare["p_expected_b"],
-            "KL(mask ‖ no mask)": compare["kl"],
-        })
+        table = pd.DataFrame(prediction_table(compare, run.tgt_tokens, tokens(run.predicted_ids), tokens))
         changed = int((compare["argmax_a"] != compare["argmax_b"]).sum())
         # The formula alone on its line, the numbers as text: together they were wider than the page.
         st.latex(r"D_{KL}(p_{\text{mask}} \,\|\, p_{\text{no mask}}) = \sum_v p_{\text{mask}}(v)\,"
@@ -108,8 +86,9 @@ if causal_tab.open:
                                    compare["kl"], title="Probability of the expected next token, with and without "
                                                         "the causal mask")
         webapp.chart(fig, table, "masking-predictions")
-        st.dataframe(table, hide_index=True)
-        st.markdown(mask_effect(compare))
+        st.dataframe(table, hide_index=True, column_config={name: st.column_config.Column(label, help=what)
+                                                             for name, (label, what) in PREDICTION_HEADERS.items()})
+        st.markdown(mask_effect_text(compare))
         st.caption("Even the last position, which sees every position either way, changes when N > 1: the earlier "
                    "positions it reads from were themselves computed with the future in view.")
 
@@ -136,9 +115,7 @@ if padding_tab.open:
                  % (B, S_max, B, T_max))
         webapp.reset_stale_index("masking_row", B)  # the batch or its lengths may have changed
         row = st.selectbox("Batch row", list(range(B)), key="masking_row",
-                           format_func=lambda b: f"row {b}: {len(src_tokens[b])} source tokens + "
-                                                 f"{S_max - len(src_tokens[b])} <pad>, {len(tgt_tokens[b])} target tokens + "
-                                                 f"{T_max - len(tgt_tokens[b])} <pad>")
+                           format_func=batch_row_labels(src_tokens, tgt_tokens).__getitem__)
         # Row 0 is the user's sentence: show it as the model got it (cleaned), not as typed.
         webapp.show_user_text(f"Row {row}: source sentence", run.source_text if row == 0 else sentences[row])
         src_labels = token_labels(src_tokens[row] + ["<pad>"] * (S_max - len(src_tokens[row])))
@@ -166,9 +143,8 @@ if padding_tab.open:
         c3.metric("max |Δ| decoder output vs the sentence alone", f"{check['decoder_diff']:.2e}")
         if not (~key_real).any():
             st.caption("This row is the longest source in the batch: it has no <pad>. Pick another row to see padding.")
-        if (check["pad_weight"] == 0.0 and check["encoder_diff"] <= ATOL and check["same_target"]
-                and check["decoder_diff"] <= ATOL):
+        if check["matches"]:
             st.success(f"Padding changes nothing for the real tokens: every <pad> key has weight exactly 0, and the "
-                       f"outputs match the single-sentence run within {ATOL:g}.")
+                       f"outputs match the single-sentence run within {engine.BATCH_ATOL:g}.")
         else:
             st.error("The padded batch does not reproduce the single-sentence run (see the numbers above).")

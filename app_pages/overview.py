@@ -4,6 +4,7 @@ import streamlit as st
 
 from transformer_viz import webapp
 from transformer_viz.plots.architecture import architecture_figure
+from transformer_viz.plots.blocks import DIAGRAM_CAPTION
 
 sel, _ = webapp.page_header(
     "An encoder reads the whole source sentence at once; a decoder writes the translation one token at a "
@@ -41,7 +42,8 @@ fig = webapp.cached_figure(architecture_figure, N=cfg.N, d_model=cfg.d_model, h=
                            vocab_size=cfg.vocab_size, S=S, T=T)
 with figure_slot.container():
     webapp.chart(fig, {"component": ["source", "target", "d_model", "h", "d_k", "d_ff", "N", "V"],
-                       "value": [S, T, cfg.d_model, cfg.h, cfg.d_k, cfg.d_ff, cfg.N, cfg.vocab_size]}, "architecture")
+                       "value": [S, T, cfg.d_model, cfg.h, cfg.d_k, cfg.d_ff, cfg.N, cfg.vocab_size]}, "architecture",
+                 caption=DIAGRAM_CAPTION)
 
 card = webapp.model_card_text(sel.checkpoint)
 if card:

@@ -135,20 +135,11 @@ if order_tab.open:
         matches = plots.match_positions(run.src_tokens, other_tokens)
         difference = plots.order_difference(total, other_input, matches)
         emb_difference = plots.order_difference(embedding, other_embedding, matches)
-        table = pd.DataFrame({
-            "token": run.src_tokens,
-            "position (original)": range(S),
-            "position (reversed)": pd.array(matches, dtype="Int64"),
-            "‖Δ embedding‖": np.linalg.norm(emb_difference, axis=-1),
-            "‖Δ input‖": np.linalg.norm(difference, axis=-1),
-        })
-        moved = [i for i, j in enumerate(matches) if j is not None and j != i]
-        if moved:
-            worst = max(moved, key=lambda i: table["‖Δ input‖"][i])
-            st.latex(r"\text{same token, moved from position } %d \text{ to } %d:\ \lVert \Delta E \rVert = %.3g,"
-                     r"\ \lVert \Delta\,\text{input} \rVert = \lVert PE_{%d} - PE_{%d} \rVert = %.3f"
-                     % (worst, matches[worst], table["‖Δ embedding‖"][worst], worst, matches[worst],
-                        table["‖Δ input‖"][worst]))
+        comparison = plots.order_table(run.src_tokens, matches, emb_difference, difference)
+        formula = plots.largest_move_latex(comparison)
+        if formula:
+            st.latex(formula)
+        table = pd.DataFrame(comparison).astype({"position (reversed)": "Int64"})
         st.dataframe(table, hide_index=True)
         fig = webapp.cached_figure(plots.order_difference_heatmap, difference, run.src_tokens, matches)
         webapp.chart(fig, webapp.token_frame(difference, run.src_tokens), "positional-order")

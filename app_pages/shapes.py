@@ -5,6 +5,7 @@ import streamlit as st
 
 from transformer_viz import engine, webapp
 from transformer_viz.plots import shapes as plots
+from transformer_viz.plots.blocks import DIAGRAM_CAPTION
 from transformer_viz.trace import trace_names
 
 
@@ -38,8 +39,9 @@ sel, run = webapp.page_header(
     "(causally masked) in decoder self-attention, T × S in cross-attention (decoder queries, encoder keys). "
     "The decoder ends in one score per vocabulary entry. B is the batch (1 here), S the source and T the "
     "target length.",
-    r"\text{encoder: } (B, S) \to (B, S, d_{model}) \to (B, h, S, d_k) \to (B, h, S, S) \to (B, S, d_{model})"
-    r"\qquad \text{decoder: } (B, T, d_{model}) \to (B, h, T, T) \to (B, h, T, S) \to (B, T, V)")
+    r"\begin{aligned}\text{encoder: }& (B, S) \to (B, S, d_{model}) \to (B, h, S, d_k) \to (B, h, S, S) \to "
+    r"(B, S, d_{model})\\ \text{decoder: }& (B, T, d_{model}) \to (B, h, T, T) \to (B, h, T, S) \to (B, T, V)"
+    r"\end{aligned}")
 
 cfg = run.config.to_dict()
 loaded_shapes = run.trace.shapes()
@@ -54,7 +56,7 @@ loaded_steps = plots.flow_steps(loaded_shapes, names)
 st.latex(flow_latex(loaded_steps))
 fig = webapp.cached_figure(plots.shape_flow_figure, loaded_steps,
                            "Loaded model, layer 0 (every layer has the same shapes)")
-webapp.chart(fig, pd.DataFrame(loaded_steps), "shapes-flow-loaded")
+webapp.chart(fig, pd.DataFrame(loaded_steps), "shapes-flow-loaded", caption=DIAGRAM_CAPTION)
 
 st.subheader("The paper's base model (random weights)")
 V, d = base_cfg["vocab_size"], base_cfg["d_model"]
@@ -77,7 +79,11 @@ st.subheader("Every traced tensor")
 st.markdown("One row per name recorded in the forward pass (see docs/trace_names.md). "
             "A model with fewer layers has no entry (—) for the deeper ones.")
 rows = plots.shape_table(names, {f"loaded ({sel.checkpoint})": loaded_shapes, "paper base": base_shapes})
-# Tall enough for about 25 rows at once, and wide columns for the name and the formula, which were cut off.
+# Tall enough for about 25 rows at once; the columns of names wide enough for the longest
+# ("broadcastable to (B, h, T, S)", "decoder.5.cross_attn.masked_scores"), the four within 1280 px.
 st.dataframe(pd.DataFrame(rows), hide_index=True, height=900, width="stretch",
-             column_config={"name": st.column_config.TextColumn(width="medium"),
-                            "formula": st.column_config.TextColumn(width="large")})
+             column_config={"name": st.column_config.TextColumn(width=270),
+                            "shape (symbols)": st.column_config.TextColumn(width=210)})
+st.markdown("What each tensor is: the same formulas in every layer i.")
+# A static table: its long formulas wrap instead of being cut at the edge of a cell.
+st.table(pd.DataFrame(plots.formula_table(names)), hide_index=True)

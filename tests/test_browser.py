@@ -38,6 +38,8 @@ CHART_CONTENT_JS = """() => Array.from(document.querySelectorAll('[data-testid="
                ...Array.from(p.querySelectorAll('image')).map((i) => i.getAttribute('href')),
                ...Array.from(p.querySelectorAll('path')).map((d) => d.getAttribute('d'))].join('|'))"""
 
+PROJECTOR = (1280, 720)
+SCREENSHOTS = ROOT / "screenshots-tmp" / "projector"  # git-ignored; each run replaces its files
 FIRST_SENTENCE = "zwei kinder sitzen am strand ."
 INJECTIONS = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>"]
 
@@ -74,9 +76,9 @@ def browser():
             b.close()
 
 
-@pytest.fixture()
-def page(browser, app_url):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+def new_page(browser, app_url, width: int, height: int):
+    """A fresh browser tab of that size on the app, its first run done; yields it, then closes it."""
+    context = browser.new_context(viewport={"width": width, "height": height})
     context.add_init_script(COUNT_RUNS_JS)
     pg = context.new_page()
     pg.set_default_timeout(WAIT_MS)
@@ -92,6 +94,17 @@ def page(browser, app_url):
     wait_for_run(pg, 0, sentence=FIRST_SENTENCE)
     yield pg
     context.close()
+
+
+@pytest.fixture()
+def page(browser, app_url):
+    yield from new_page(browser, app_url, 1400, 1000)
+
+
+@pytest.fixture()
+def projector_page(browser, app_url):
+    """The size of a lecture-hall projector: 1280 × 720."""
+    yield from new_page(browser, app_url, *PROJECTOR)
 
 
 def runs_seen(pg) -> int:
@@ -229,3 +242,122 @@ def test_script_injection_stays_text(page):
             for s in INJECTIONS:
                 assert s in main_text, f"{s!r} is not shown literally on {title}"
     assert page.dialogs == [], f"a dialog opened: {page.dialogs}"
+
+
+# Everything in the main area that is wider than the box it sits in, so that part of it is cut off or hidden
+# behind a scroll bar: a formula (.katex) wider than its element, a tab bar whose last steps are hidden, or a
+# table whose columns do not fit (st.dataframe scrolls inside its grid, st.table inside its wrapper). Each as
+# "what: content px > box px".
+OVERFLOW_JS = """() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const visible = (e) => e.getClientRects().length > 0;  // not in a hidden tab
+  const boxOf = (e) => (e.closest('[data-testid="stElementContainer"]') || e.parentElement).getBoundingClientRect();
+  const px = (x) => `${Math.round(x)} px`;
+  const out = [];
+  main.querySelectorAll('.katex').forEach((k) => {
+    if (!visible(k)) return;
+    // A display formula's own box spans the line whatever it holds: what it draws are its .base runs.
+    const runs = Array.from(k.querySelectorAll('.katex-html > .base, .katex-html > .tag'))
+      .map((b) => b.getBoundingClientRect()).filter((r) => r.width > 0);
+    if (!runs.length) return;
+    const box = boxOf(k);
+    const left = Math.min(...runs.map((r) => r.left)), right = Math.max(...runs.map((r) => r.right));
+    if (left < box.left - 1 || right > box.right + 1)
+      out.push(`formula ${JSON.stringify(k.textContent.slice(0, 60))}: ${px(right - left)} > ${px(box.width)}`);
+  });
+  // A page's steps: a tab bar that scrolls hides its last tabs.
+  main.querySelectorAll('[role="tablist"]').forEach((bar) => {
+    if (visible(bar) && bar.scrollWidth > bar.clientWidth + 1)
+      out.push(`tab bar: its tabs ${px(bar.scrollWidth)} > ${px(bar.clientWidth)}`);
+  });
+  const tables = Array.from(main.querySelectorAll('[data-testid="stDataFrame"], [data-testid="stTable"]'));
+  tables.filter(visible).forEach((t, n) => {
+    const name = `table ${n + 1} (${t.dataset.testid})`;
+    const r = t.getBoundingClientRect(), box = boxOf(t);
+    if (r.left < box.left - 1 || r.right > box.right + 1) out.push(`${name}: ${px(r.width)} > ${px(box.width)}`);
+    // st.dataframe scrolls its columns inside its grid; st.table inside the element around its <table>.
+    t.querySelectorAll('.dvn-scroller, table').forEach((e) => {
+      const s = e.tagName === 'TABLE' ? e.parentElement : e;
+      if (s.scrollWidth > s.clientWidth + 1) out.push(`${name}: its columns ${px(s.scrollWidth)} > ${px(s.clientWidth)}`);
+    });
+  });
+  return out;
+}"""
+
+
+# The block diagrams (the architecture, the flows of shapes) as drawn: every label inside its box (a shape
+# named "block"), in type of at least 14 px. Returns {diagrams: how many, problems: [...]}.
+DIAGRAM_TEXT_JS = """() => {
+  const problems = [];
+  const plots = Array.from(document.querySelectorAll(
+    '[class*="st-key-chart-architecture"] .js-plotly-plot, [class*="st-key-chart-shapes-flow"] .js-plotly-plot'));
+  plots.forEach((gd) => {
+    const boxes = (gd.layout.shapes || []).map((shape, i) => [shape, i]).filter(([shape]) => shape.name === 'block')
+      .map(([, i]) => gd.querySelector(`.shapelayer path[data-index="${i}"]`).getBoundingClientRect());
+    gd.querySelectorAll('.textpoint text').forEach((t) => {
+      const r = t.getBoundingClientRect();
+      if (!boxes.some((b) => r.left >= b.left && r.right <= b.right && r.top >= b.top && r.bottom <= b.bottom))
+        problems.push(`diagram label ${JSON.stringify(t.textContent)} is not inside its box`);
+      if (parseFloat(getComputedStyle(t).fontSize) < 14)
+        problems.push(`diagram label ${JSON.stringify(t.textContent)} is smaller than 14 px`);
+    });
+  });
+  return {diagrams: plots.length, problems};
+}"""
+
+# Scroll the main area so that this element sits just under Streamlit's top bar.
+SCROLL_TO_JS = """(e) => {
+  let s = e.parentElement;
+  while (s && !(['auto', 'scroll'].includes(getComputedStyle(s).overflowY) && s.scrollHeight > s.clientHeight))
+    s = s.parentElement;
+  if (s) s.scrollTop += e.getBoundingClientRect().top - s.getBoundingClientRect().top - 70;
+}"""
+
+
+def step_labels(pg) -> list[str]:
+    """The page's steps (the tabs of webapp.steps), in order."""
+    return pg.locator('[data-testid="stMain"] [role="tab"]').all_inner_texts()
+
+
+def open_step_number(pg, labels: list[str], n: int) -> None:
+    """Open step n (from 0) of a page, whether or not it draws a chart, and wait for its run: the app
+    names the open step in the URL (?step=n+1)."""
+    tab = pg.get_by_role("tab", name=labels[n], exact=True)
+    assert tab.count() == 1, f"no step {labels[n]!r}"
+    if tab.get_attribute("aria-selected") != "true":
+        act_and_wait(pg, tab.click, step=str(n + 1))
+    assert tab.get_attribute("aria-selected") == "true"
+
+
+def test_nothing_is_cut_off_at_projector_size(projector_page):
+    """At 1280 × 720, on every page and every step of it: a screenshot each (kept in SCREENSHOTS), no
+    formula, tab bar or table wider than its container, and the block diagrams' labels inside their boxes."""
+    pg = projector_page
+    for old in SCREENSHOTS.glob("*.png"):
+        old.unlink()
+    print(f"\nscreenshots at {PROJECTOR[0]}×{PROJECTOR[1]}: {SCREENSHOTS}")
+    commit_sentence(pg, "ein mann spielt im park .")
+    cut, shots, diagrams = [], [], 0
+    for info in app_pages():
+        open_page(pg, info["title"])
+        labels = step_labels(pg) or [None]
+        for n, label in enumerate(labels):
+            if label is not None:
+                open_step_number(pg, labels, n)
+            where = info["title"] + (f" / {label}" if label else "")
+            assert_page_healthy(pg, where)
+            shot = SCREENSHOTS / (f"{info['url_path']}-{n + 1}.png" if label else f"{info['url_path']}.png")
+            if label is not None:  # the step's own content, not the page's header, fills the picture
+                pg.locator('[data-testid="stMain"] [role="tablist"]').first.evaluate(SCROLL_TO_JS)
+            save_screenshot(pg, shot)
+            shots.append(shot)
+            cut += [f"{where}: {problem}" for problem in pg.evaluate(OVERFLOW_JS)]
+            drawn = pg.evaluate(DIAGRAM_TEXT_JS)
+            diagrams += drawn["diagrams"]
+            cut += [f"{where}: {problem}" for problem in drawn["problems"]]
+        if len(labels) > 1:
+            open_step_number(pg, labels, 0)  # the next visit of this page starts from its first step
+    print(f"{len(shots)} screenshots in {SCREENSHOTS}")
+    assert all(shot.stat().st_size > 10_000 for shot in shots)
+    assert diagrams == 3, "the Overview's architecture and the Shapes page's two flows"
+    assert cut == [], "cut off at 1280 px:\n" + "\n".join(cut)

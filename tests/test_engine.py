@@ -104,6 +104,8 @@ def test_batch_differences_find_nothing_when_padding_is_masked(tiny_checkpoint):
     checks = batch_differences(trace, src_tokens, tgt_tokens, singles)
     assert [c["same_target"] for c in checks] == [True, True]
     assert all(c["pad_weight"] == 0.0 and c["encoder_diff"] < 1e-5 and c["decoder_diff"] < 1e-5 for c in checks)
+    assert all(c["matches"] for c in checks)
     # and they do find a difference: the second row compared with another sentence's run
     other = batch_differences(trace, src_tokens, tgt_tokens, [singles[0], run_sentence(tiny_checkpoint, "zwei hund .")])
     assert other[1]["encoder_diff"] > 1e-3 or not other[1]["same_target"]
+    assert other[0]["matches"] and not other[1]["matches"]

@@ -97,3 +97,24 @@ def test_lookup_scores_three_similarities():
     fig = att.lookup_figure({n: softmax(s) for n, s in scores.items()}, ["<k0>", "b", "c", "d", "e"])
     assert len(fig.data) == 3 and fig.layout.barmode == "group"
     assert list(fig.data[0].x)[0] == "0 &lt;k0&gt;"
+
+
+def test_worked_score_latex_shows_the_sum_the_traced_value_and_the_weight():
+    q, k = np.array([1.0, -2.0, 0.5, 2.0]), np.array([3.0, 1.0, 4.0, 0.5])  # q·k = 3 − 2 + 2 + 1 = 4, d_k = 4
+    dot, scaled = 4.0, 2.0
+    lines = att.worked_score_latex(q, k, 2, 0, scaled + 3e-7, "encoder.0.self_attn.scores", 1, True, 0.25)
+    assert len(lines) == 4
+    assert r"q_{2} \cdot k_{0}" in lines[0] and "(1.000)(3.000) + (-2.000)(1.000) + (0.500)(4.000)" in lines[0]
+    assert lines[0].endswith(f"= {dot:.6f}")
+    assert r"\frac{4.000000}{2.000000} = 2.000000" in lines[1]
+    assert r"\texttt{encoder.0.self\_attn.scores}[0, 1, 2, 0] = 2.000000" in lines[2]
+    assert r"|\Delta| = 3.0 \times 10^{-7}" in lines[2]
+    assert lines[3].startswith("w_{2,0}") and lines[3].endswith("= 0.250000")
+    masked = att.worked_score_latex(q, k, 0, 3, scaled, "decoder.0.self_attn.scores", 0, False, 0.0)
+    assert r"|\Delta| = 0)" in masked[2] and masked[3].startswith(r"M_{0,3} = -\infty") and "w_{0,3} = 0" in masked[3]
+
+
+def test_latex_number():
+    assert att.latex_number(0) == "0"
+    assert att.latex_number(3.24e-7) == r"3.2 \times 10^{-7}"
+    assert att.latex_number(12.0) == r"1.2 \times 10^{1}"

@@ -7,8 +7,9 @@ import numpy as np
 import torch
 
 from transformer_viz.decoding import beam_search
-from transformer_viz.plots.decoding import (beam_backtrack, beam_hypothesis, beam_tree, beam_tree_figure,
-                                            causal_mask_figure, compare_predictions, future_mass, key_mask_figure,
+from transformer_viz.plots.decoding import (PREDICTION_HEADERS, batch_row_labels, beam_backtrack, beam_hypothesis,
+                                            beam_tree, beam_tree_figure, causal_mask_figure, compare_predictions,
+                                            future_mass, key_mask_figure, mask_effect_text, prediction_table,
                                             topk_figure)
 from transformer_viz.tokenizer import EOS, PAD
 
@@ -128,3 +129,27 @@ def test_tick_labels_are_turned_by_plotly_only_when_they_would_overlap_where_dra
     fig = heatmap(np.zeros((2, 12)), [f"{t} ▁Wörter" for t in range(12)], ["a", "b"])
     assert fig.layout.xaxis.tickangle is None  # "auto": chosen when drawn, at the real width
     assert fig.layout.template.layout.xaxis.autotickangles == (0, -60, -90)
+
+
+def test_prediction_table_and_the_statement_follow_the_comparison():
+    logits = np.log(np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1]]))
+    other = np.log(np.array([[0.2, 0.7, 0.1], [0.1, 0.6, 0.3]]))
+    compare = compare_predictions(logits, other, [0, 1])
+    vocab = ["▁a", "b", "<pad>"]
+    table = prediction_table(compare, ["<s>", "▁a"], ["▁a", "b"], lambda ids: [vocab[i] for i in ids])
+    assert table["decoder input"] == ["0 <s>", "1 ␣a"]  # not escaped; the word-start mark as in the figures
+    assert table["expected next"] == ["␣a", "b"]
+    assert table["argmax (mask)"] == ["␣a", "b"] and table["argmax (no mask)"] == ["b", "b"]
+    np.testing.assert_allclose(table["p (mask)"], [0.7, 0.8])
+    np.testing.assert_allclose(table["p(expected), no mask"], [0.2, 0.6])
+    np.testing.assert_allclose(table["KL(mask ‖ no mask)"], compare["kl"])
+    assert list(table) == list(PREDICTION_HEADERS)  # every column has its short header
+    text = mask_effect_text(compare)  # mean p(expected): 0.75 with the mask, 0.4 without
+    assert "**falls from 0.750 to 0.400**, and 1 of 2 argmax tokens change" in text
+    assert "rises from 0.400 to 0.750" in mask_effect_text(compare_predictions(other, logits, [0, 1]))
+
+
+def test_batch_row_labels_count_the_padding_of_each_row():
+    src, tgt = [["a", "b", "</s>"], ["c", "</s>"]], [["<s>", "x"], ["<s>", "y", "z", "w"]]
+    assert batch_row_labels(src, tgt) == ["row 0: 3 source tokens + 0 <pad>, 2 target tokens + 2 <pad>",
+                                          "row 1: 2 source tokens + 1 <pad>, 4 target tokens + 0 <pad>"]

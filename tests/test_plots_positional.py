@@ -87,6 +87,19 @@ def test_reversed_order_same_tokens_different_inputs(tiny_model):
     np.testing.assert_allclose(d_in[0], pe[0] - pe[3], atol=1e-5)
     fig = pos.order_difference_heatmap(d_in, ["<i>"] + tokens_a[1:], matches)
     assert list(fig.data[-1].y)[0] == "0 &lt;i&gt; (→ 3)"
+    table = pos.order_table(tokens_a, matches, d_emb, d_in)
+    assert table["position (original)"] == [0, 1, 2, 3, 4] and table["position (reversed)"] == matches
+    np.testing.assert_allclose(table["‖Δ input‖"], norms)
+    worst = int(np.argmax(norms))  # the moved token whose input changed most: its PE difference
+    formula = pos.largest_move_latex(table)
+    assert rf"moved from position }} {worst} \text{{ to }} {matches[worst]}:" in formula
+    assert rf"\lVert PE_{{{worst}}} - PE_{{{matches[worst]}}} \rVert = {norms[worst]:.3f}" in formula
+
+
+def test_largest_move_needs_a_moved_token():
+    unmoved = pos.order_table(["a", "b"], [0, None], np.zeros((2, 3)), np.array([[0.0] * 3, [np.nan] * 3]))
+    assert unmoved["position (reversed)"] == [0, None] and np.isnan(unmoved["‖Δ input‖"][1])
+    assert pos.largest_move_latex(unmoved) is None
 
 
 def test_match_positions_handles_repeats_and_missing():

@@ -156,12 +156,16 @@ def batch_trace(ckpt: Checkpoint, sentences: list[str]) -> tuple[Trace, list[lis
             [tokenizer.convert_ids_to_tokens(ids) for ids in targets])
 
 
+BATCH_ATOL = 1e-5  # a padded row computes what its sentence computes alone, to float32 rounding
+
+
 def batch_differences(trace: Trace, src_tokens: list[list[str]], tgt_tokens: list[list[str]],
-                      singles: list[SentenceRun]) -> list[dict]:
+                      singles: list[SentenceRun], atol: float = BATCH_ATOL) -> list[dict]:
     """How far each row of a padded batch (from :func:`batch_trace`) is from its sentence run alone
     (``singles``): the largest weight any query of any layer and head gives a <pad> key, whether the row's
     target is the single run's, and the largest difference of the encoder's and (for the same target) the
-    decoder's outputs over the real positions."""
+    decoder's outputs over the real positions; ``matches``: all four say that padding changed nothing
+    (weight exactly 0 on every <pad> key, the same target, both outputs within ``atol``)."""
     cfg = singles[0].config
     pad_keys = trace["src.token_ids"].numpy() == cfg.pad_id  # (B, S_max)
     checks = []
@@ -172,13 +176,12 @@ def batch_differences(trace: Trace, src_tokens: list[list[str]], tgt_tokens: lis
         pad_weight = max(float(trace[f"{side}.{n}.{kind}.weights"][b].numpy().max(axis=(0, 1))[pad_keys[b]]
                                .max(initial=0.0))
                          for n in range(cfg.N) for side, kind in (("encoder", "self_attn"), ("decoder", "cross_attn")))
-        checks.append({
-            "pad_weight": pad_weight,
-            "same_target": same_target,
-            "encoder_diff": float((trace["encoder.out"][b, :S_b] - single.trace["encoder.out"][0]).abs().max()),
-            "decoder_diff": float((trace["decoder.out"][b, :T_b] - single.trace["decoder.out"][0]).abs().max())
-            if same_target else float("nan"),  # another target: the decoder outputs do not compare
-        })
+        encoder_diff = float((trace["encoder.out"][b, :S_b] - single.trace["encoder.out"][0]).abs().max())
+        decoder_diff = (float((trace["decoder.out"][b, :T_b] - single.trace["decoder.out"][0]).abs().max())
+                        if same_target else float("nan"))  # another target: the decoder outputs do not compare
+        checks.append({"pad_weight": pad_weight, "same_target": same_target, "encoder_diff": encoder_diff,
+                       "decoder_diff": decoder_diff, "matches": pad_weight == 0.0 and same_target
+                       and encoder_diff <= atol and decoder_diff <= atol})
     return checks
 
 

@@ -41,18 +41,21 @@ new MutationObserver((records) => {
                       attributeFilter: ['data-test-script-state']});
 """
 # The run after an action has finished, nothing is a loading skeleton, every plotly chart drew its svg.
-# The argument is `after` (the run count before the action) or {after, sentence, title}. Counting runs
-# alone misses fast ones: when the server's "started" and "finished" messages arrive together, React
+# The argument is `after` (the run count before the action) or {after, sentence, title, step}. Counting
+# runs alone misses fast ones: when the server's "started" and "finished" messages arrive together, React
 # applies both in one render and the script-state attribute never changes (1 commit in 3 on a trivial
 # page). So the run also counts as done once the page shows what the action asked for: the app mirrors
-# the sentence into the URL (?s=), and a page switch shows the new page's title.
+# the sentence (?s=) and the open step (?step=, from 1) into the URL, and a page switch shows the new
+# page's title.
 RUN_DONE_JS = """(arg) => {
-  const {after, sentence = null, title = null} = typeof arg === 'number' ? {after: arg} : arg;
+  const {after, sentence = null, title = null, step = null} = typeof arg === 'number' ? {after: arg} : arg;
   const app = document.querySelector('[data-testid="stApp"]');
   const main = document.querySelector('[data-testid="stMain"]');
   if (!app || !main) return false;
   const h1 = main.querySelector('h1');
-  const shown = (sentence !== null && new URLSearchParams(location.search).get('s') === sentence)
+  const query = new URLSearchParams(location.search);
+  const shown = (sentence !== null && query.get('s') === sentence)
+    || (step !== null && query.get('step') === step)
     || (title !== null && h1 !== null && h1.textContent.trim() === title);
   if (window.__stRuns <= after && !shown) return false;
   if (app.getAttribute('data-test-script-state') !== 'notRunning') return false;

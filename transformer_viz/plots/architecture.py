@@ -1,43 +1,73 @@
-"""The encoder–decoder stack drawn as blocks, annotated with the current sentence's shapes."""
+"""The encoder–decoder stack as the paper draws it, bottom to top, with the current sentence's shapes:
+embeddings + PE → N encoder layers → the memory, which feeds the cross-attention of each of the N decoder
+layers → linear → softmax. Every sublayer sits inside a residual connection into its Add & Norm."""
 
 from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from .common import ARROW, DECODER_FILL, EMBEDDING_FILL, ENCODER_FILL, OUTLINE, OUTPUT_FILL, base_layout
+from .blocks import FRAME_TOP, GAP, Diagram, stack
+from .common import ADD_NORM_FILL, DECODER_FILL, EMBEDDING_FILL, ENCODER_FILL, OUTPUT_FILL
+
+# x from 0 to 100: each column's boxes, the frame around its layer, and its residual paths (on the outer
+# side, as in the paper: the encoder's on the left, the decoder's on the right, clear of the memory's path).
+ENCODER = {"boxes": (12, 43), "frame": (6, 46), "residual": 8.6, "repeat": 3}
+DECODER = {"boxes": (57, 88), "frame": (54, 94), "residual": 91.4, "repeat": 97}
+MEMORY_X = 50  # the encoder output runs down to cross-attention between the two columns
+FRAME_PAD = 18  # px between a frame's bottom and its first sublayer
+ADD_NORM_HOVER = "the residual x + Sublayer(x), normalised by LayerNorm"
 
 
-def _box(fig: go.Figure, x0: float, y0: float, x1: float, y1: float, colour: str, text: str, hover: str) -> None:
-    fig.add_shape(type="rect", x0=x0, y0=y0, x1=x1, y1=y1, fillcolor=colour, line=dict(color=OUTLINE, width=1),
-                  layer="below")  # under the label text, which is a trace
-    fig.add_trace(go.Scatter(x=[(x0 + x1) / 2], y=[(y0 + y1) / 2], text=[text], mode="text",
-                             hovertext=[hover], hoverinfo="text", showlegend=False, textfont=dict(size=12)))
+def _layer(diagram: Diagram, column: dict, y: float, sublayers: list[tuple[str, list[str], str]], N: int,
+           side: str) -> list:
+    """One layer's sublayers, each followed by its Add & Norm, inside a frame marked N×; returns the boxes."""
+    items = []
+    for fill, lines, hover in sublayers:
+        items += [(fill, lines, hover), (ADD_NORM_FILL, ["Add &amp; Norm"], ADD_NORM_HOVER)]
+    boxes = stack(diagram, *column["boxes"], y, items, GAP)
+    for sublayer, norm in zip(boxes[::2], boxes[1::2]):
+        diagram.residual(sublayer, norm, column["residual"])
+    diagram.frame(boxes, *column["frame"], FRAME_PAD, f"{N}×", column["repeat"],
+                  f"the {side} layer, repeated N = {N} times: each layer's output is the next one's input")
+    return boxes
 
 
-def architecture_figure(N: int, d_model: int, h: int, d_ff: int, vocab_size: int, S: int | str, T: int | str) -> go.Figure:
-    """Encoder (left) and decoder (right), bottom to top, each block labelled with its output shape."""
-    fig = go.Figure()
-    d_k = d_model // h
-    _box(fig, 0, 0, 4, 1, EMBEDDING_FILL, f"source embedding ×√{d_model} + PE<br>(1, {S}, {d_model})",
-         f"token IDs (1, {S}) → embeddings (1, {S}, {d_model})")
-    _box(fig, 5, 0, 9, 1, EMBEDDING_FILL, f"target embedding ×√{d_model} + PE<br>(1, {T}, {d_model})",
-         f"token IDs (1, {T}) → embeddings (1, {T}, {d_model})")
-    for i in range(N):
-        y = 1.5 + i * 1.5
-        _box(fig, 0, y, 4, y + 1.2, ENCODER_FILL,
-             f"encoder layer {i}<br>self-attn (1, {h}, {S}, {S}) · FFN {d_ff}<br>→ (1, {S}, {d_model})",
-             f"Q, K, V (1, {h}, {S}, {d_k}); weights (1, {h}, {S}, {S}); FFN hidden (1, {S}, {d_ff})")
-        _box(fig, 5, y, 9, y + 1.2, DECODER_FILL,
-             f"decoder layer {i}<br>masked self-attn (1, {h}, {T}, {T})<br>cross-attn (1, {h}, {T}, {S}) → (1, {T}, {d_model})",
-             f"self-attention weights (1, {h}, {T}, {T}); cross-attention weights (1, {h}, {T}, {S})")
-    top = 1.5 + N * 1.5
-    _box(fig, 5, top, 9, top + 1, OUTPUT_FILL, f"linear (tied) + softmax<br>(1, {T}, {vocab_size})",
-         f"logits and probabilities (1, {T}, {vocab_size})")
-    # The encoder output feeds every decoder layer's cross-attention.
-    for i in range(N):
-        y = 1.5 + i * 1.5 + 0.6
-        fig.add_annotation(x=5, y=y, ax=4, ay=top - 0.9, xref="x", yref="y", axref="x", ayref="y",
-                           showarrow=True, arrowhead=2, arrowcolor=ARROW, text="")
-    fig.update_xaxes(visible=False, range=[-0.5, 9.5])
-    fig.update_yaxes(visible=False, range=[-0.5, top + 1.5])
-    return base_layout(fig, f"Encoder (N = {N}) and decoder (N = {N})", height=max(420, 140 * N + 260))
+def architecture_figure(N: int, d_model: int, h: int, d_ff: int, vocab_size: int, S: int | str,
+                        T: int | str) -> go.Figure:
+    """Encoder (left) and decoder (right), bottom to top: each block with this sentence's shapes, arrows
+    along the data flow, the residual connections, and the memory into every decoder layer's cross-attention."""
+    diagram, d_k = Diagram(), d_model // h
+    inputs = {}
+    for column, side, L, first in ((ENCODER, "source", S, "source token IDs"),
+                                   (DECODER, "target", T, "target IDs: &lt;s&gt; + output")):
+        inputs[side] = stack(diagram, *column["boxes"], 0, [
+            (EMBEDDING_FILL, [first, f"<b>(1, {L})</b>"], f"{side} token IDs (1, {L})"),
+            (EMBEDDING_FILL, [f"embedding ×√{d_model} + PE", f"<b>(1, {L}, {d_model})</b>"],
+             f"E[IDs] × √{d_model} + positional encoding: (1, {L}, {d_model})")], GAP)
+    y = inputs["source"][-1].y1 + GAP + FRAME_PAD
+    encoder = _layer(diagram, ENCODER, y, [
+        (ENCODER_FILL, ["multi-head self-attention", f"<b>(1, {h}, {S}, {S})</b> weights"],
+         f"Q, K, V (1, {h}, {S}, {d_k}) from the same input; weights (1, {h}, {S}, {S})"),
+        (ENCODER_FILL, [f"feed-forward, d_ff = {d_ff}", f"<b>(1, {S}, {d_ff})</b> hidden"],
+         f"max(0, x W₁ + b₁) W₂ + b₂: hidden (1, {S}, {d_ff}), out (1, {S}, {d_model})")], N, "encoder")
+    decoder = _layer(diagram, DECODER, y, [
+        (DECODER_FILL, ["masked self-attention", f"<b>(1, {h}, {T}, {T})</b> weights"],
+         f"causal mask: position t sees positions ≤ t; weights (1, {h}, {T}, {T})"),
+        (DECODER_FILL, ["cross-attention", f"<b>(1, {h}, {T}, {S})</b> weights"],
+         f"queries from the decoder (1, {h}, {T}, {d_k}); keys and values from the memory (1, {h}, {S}, {d_k})"),
+        (DECODER_FILL, [f"feed-forward, d_ff = {d_ff}", f"<b>(1, {T}, {d_ff})</b> hidden"],
+         f"hidden (1, {T}, {d_ff}), out (1, {T}, {d_model})")], N, "decoder")
+    for column, below in ((encoder, inputs["source"]), (decoder, inputs["target"])):
+        diagram.flow(below[-1], column[0])
+    memory = stack(diagram, *ENCODER["boxes"], encoder[-1].y1 + FRAME_TOP + GAP, [  # above the encoder's frame
+        (ENCODER_FILL, ["encoder output (memory)", f"<b>(1, {S}, {d_model})</b>"],
+         f"the last encoder layer's output (1, {S}, {d_model}): keys and values of every cross-attention")], GAP)[0]
+    output = stack(diagram, *DECODER["boxes"], decoder[-1].y1 + FRAME_TOP + GAP, [
+        (OUTPUT_FILL, ["linear (tied: x Eᵀ)", f"<b>(1, {T}, {vocab_size})</b> logits"],
+         f"the decoder output times the embedding matrix transposed: (1, {T}, {vocab_size})"),
+        (OUTPUT_FILL, ["softmax: P(next token)", f"<b>(1, {T}, {vocab_size})</b>"],
+         f"a distribution over the V = {vocab_size} tokens at each of the T positions")], GAP)
+    diagram.flow(encoder[-1], memory)
+    diagram.flow(decoder[-1], output[0])
+    diagram.connector(memory, decoder[2], MEMORY_X, "K, V")
+    return diagram.figure(f"Encoder (left) and decoder (right), each layer repeated N = {N} times")

@@ -77,6 +77,39 @@ def worked_score(q_vec, k_vec, d_k: int) -> dict[str, float]:
     return {"dot": dot, "sqrt_d_k": math.sqrt(d_k), "scaled": dot / math.sqrt(d_k)}
 
 
+def latex_number(x: float) -> str:
+    """A small number in LaTeX, two significant digits: 3.2e-07 -> 3.2 \\times 10^{-7}; 0 stays 0."""
+    if x == 0:
+        return "0"
+    mantissa, exponent = f"{x:.1e}".split("e")
+    return r"%s \times 10^{%d}" % (mantissa, int(exponent))
+
+
+def worked_score_latex(q_vec, k_vec, i: int, j: int, traced: float, trace_name: str, head: int,
+                       allowed: bool, weight: float) -> list[str]:
+    """One score worked out by hand, as LaTeX lines: q_i · k_j (its first three terms), divided by √d_k, beside
+    the traced value ``trace_name``[0, head, i, j] and their difference; then its softmax weight, or, for a
+    masked cell (``allowed`` False), why the weight is exactly 0."""
+    q, k = np.asarray(q_vec, dtype=np.float64), np.asarray(k_vec, dtype=np.float64)
+    d_k = q.shape[0]
+    worked = worked_score(q, k, d_k)
+    terms = " + ".join(f"({a:.3f})({b:.3f})" for a, b in zip(q[:3], k[:3]))
+    lines = [
+        r"q_{%d} \cdot k_{%d} = \sum_{m=1}^{%d} q_{%d,m}\, k_{%d,m} = %s + \cdots = %.6f"
+        % (i, j, d_k, i, j, terms, worked["dot"]),
+        r"s_{%d,%d} = \frac{q_{%d} \cdot k_{%d}}{\sqrt{d_k}} = \frac{%.6f}{\sqrt{%d}} = \frac{%.6f}{%.6f} = %.6f"
+        % (i, j, i, j, worked["dot"], d_k, worked["dot"], worked["sqrt_d_k"], worked["scaled"]),
+        r"\text{traced}\ \texttt{%s}[0, %d, %d, %d] = %.6f\quad(|\Delta| = %s)"
+        % (trace_name.replace("_", r"\_"), head, i, j, traced, latex_number(abs(traced - worked["scaled"]))),
+    ]
+    if allowed:
+        lines.append(r"w_{%d,%d} = \frac{e^{%.4f}}{\sum_{j'} e^{s_{%d,j'}}} = %.6f" % (i, j, traced, i, weight))
+    else:
+        lines.append(r"M_{%d,%d} = -\infty \;\Rightarrow\; s_{%d,%d} + M_{%d,%d} = -\infty,\ w_{%d,%d} = 0"
+                     % (i, j, i, j, i, j, i, j))
+    return lines
+
+
 def score_terms_figure(q_vec, k_vec, q_token: str, k_token: str) -> go.Figure:
     """The products q_m·k_m per dimension m; their sum is q·k."""
     q = np.asarray(q_vec, dtype=np.float64)

@@ -40,6 +40,7 @@ POSITIVE, NEGATIVE = "#2166ac", "#b2182b"  # signed bars: the two ends of DIVERG
 INK, OUTLINE, ARROW, GUIDE, FAINT = "#333", "#555", "#888", "#999", "#bbb"  # greys, darkest first
 # The blocks of the architecture, wherever they are drawn.
 EMBEDDING_FILL, ENCODER_FILL, DECODER_FILL, OUTPUT_FILL = "#e2efd9", "#cfe2f3", "#fde2c8", "#ead1dc"
+ADD_NORM_FILL = "#f7efbf"  # Add & Norm, yellow as in the paper's figure
 FONT = dict(family="Inter, Arial, sans-serif", size=13)
 
 

@@ -127,8 +127,9 @@ def masked_attention_figure(scores, masked_scores, weights, x_labels: list[str],
     """
     scores = np.asarray(scores, dtype=np.float64)
     masked_scores = np.asarray(masked_scores, dtype=np.float64)
-    layout, refs = grid_axes(3, 3, gap_x=0.05,
-                             titles=["scores QKᵀ/√d_k", "after the mask (−∞ grey)", "weights = softmax (masked: 0, grey)"])
+    # Two short lines each: at 1280 px a panel is about 190 px wide, and one-line titles ran into each other.
+    layout, refs = grid_axes(3, 3, gap_x=0.05, titles=["scores<br>QKᵀ/√d_k", "after the mask<br>(−∞: grey)",
+                                                       "weights = softmax<br>(masked: 0, grey)"])
     x, y = list(x_labels), list(y_labels)
     data = (heatmap_traces(scores, x, y, "score", "scores", refs[0], ".6g", coloraxis="coloraxis")
             + heatmap_traces(masked_scores, x, y, "score", "masked scores", refs[1], ".6g", coloraxis="coloraxis")
@@ -150,6 +151,7 @@ def masked_attention_figure(scores, masked_scores, weights, x_labels: list[str],
         layout[f"xaxis{_axis_id(i)}"]["tickangle"] = -45
     fig = make_figure(data, layout, title, max(340, 160 + 22 * len(y)), panel_titles=True)
     fig.layout.title.update(x=0.5, xanchor="center")  # centred over the three panels
+    fig.layout.margin.t += 20  # room for the panel titles' second line under the figure title
     return fig
 
 

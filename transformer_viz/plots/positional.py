@@ -164,6 +164,30 @@ def order_difference(input_a, input_b, matches: list[int | None]) -> np.ndarray:
     return out
 
 
+def order_table(tokens: list[str], matches: list[int | None], emb_difference, difference) -> dict[str, list]:
+    """The word-order comparison, per token of the original order: its position there and in the reversed
+    sentence (None: no partner), and the norms of the two differences, ‖Δ embedding‖ (0 for a partnered
+    token: the same row of E) and ‖Δ input‖ (NaN without a partner)."""
+    return {"token": list(tokens), "position (original)": list(range(len(tokens))),
+            "position (reversed)": list(matches),
+            "‖Δ embedding‖": np.linalg.norm(np.asarray(emb_difference, dtype=np.float64), axis=-1).tolist(),
+            "‖Δ input‖": np.linalg.norm(np.asarray(difference, dtype=np.float64), axis=-1).tolist()}
+
+
+def largest_move_latex(table: dict[str, list]) -> str | None:
+    """Of the tokens that moved (from :func:`order_table`), the one whose input changed most, as LaTeX: its
+    two positions, ‖ΔE‖ and ‖Δ input‖ = ‖PE_i − PE_j‖. None when no token changed position."""
+    matches, delta = table["position (reversed)"], table["‖Δ input‖"]
+    moved = [i for i, j in enumerate(matches) if j is not None and j != i]
+    if not moved:
+        return None
+    i = max(moved, key=lambda n: delta[n])
+    j = matches[i]
+    return (r"\text{same token, moved from position } %d \text{ to } %d:\ \lVert \Delta E \rVert = %.3g,"
+            r"\ \lVert \Delta\,\text{input} \rVert = \lVert PE_{%d} - PE_{%d} \rVert = %.3f"
+            % (i, j, table["‖Δ embedding‖"][i], i, j, delta[i]))
+
+
 def order_difference_heatmap(diff, tokens: list[str], matches: list[int | None]) -> go.Figure:
     labels = [f"{lab} (→ {j})" if j is not None else f"{lab} (no match)"
               for lab, j in zip(token_labels(tokens), matches)]
