@@ -473,7 +473,7 @@ def sentence_bar(sel: Selection) -> None:
     st.session_state[_BAR_TEXT] = sel.sentence  # what the sidebar holds, each run (a form sends only on submit)
     with st.container(key="sentence_bar"), st.form("sentence_bar_form", border=False):
         text_col, button_col = st.columns([4, 1], vertical_alignment="bottom")
-        text_col.text_input(f"Sentence ({language_name(sel.src_lang)})", key=_BAR_TEXT, max_chars=MAX_INPUT_CHARS)
+        text_col.text_input(f"Type a sentence ({language_name(sel.src_lang)})", key=_BAR_TEXT, max_chars=MAX_INPUT_CHARS)
         button_col.form_submit_button("Translate ▶", on_click=_run_bar_sentence, width="stretch")
 
 
