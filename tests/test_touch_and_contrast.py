@@ -186,3 +186,4 @@ def test_on_a_phone_token_tick_labels_do_not_run_together(browser, app_url):  # 
         assert bad == [], bad[:10]
     finally:
         context.close()
+
