@@ -6,6 +6,7 @@ from transformer_viz import webapp
 from transformer_viz.navigation import DEFAULT_PAGE, PAGES
 
 st.set_page_config(page_title="transformer-viz", page_icon="🔎", layout="wide")
+webapp.page_style()
 
 page = st.navigation([st.Page(p.file, title=p.title, url_path=p.url_path, default=p == DEFAULT_PAGE) for p in PAGES])
 with webapp.logged_run(page.title):  # a no-op unless TRANSFORMER_VIZ_RUN_LOG names a file

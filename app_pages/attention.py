@@ -46,22 +46,25 @@ if qkv_tab.open:
             st.latex(r"Q = X W_Q^{(%d)} + b_Q^{(%d)} \in \mathbb{R}^{%d \times %d},\quad "
                      r"K = M W_K^{(%d)} + b_K^{(%d)},\ V = M W_V^{(%d)} + b_V^{(%d)} \in \mathbb{R}^{%d \times %d}"
                      % ((sel.head,) * 2 + (Lq, d_k) + (sel.head,) * 4 + (Lk, d_k)))
-            st.markdown("Two sources: the queries come from the decoder's stream X (the output of its masked "
-                        "self-attention sublayer); the keys and values from the encoder output M (the memory).")
+            sources = ("Two sources: the queries come from the decoder's stream X (the output of its masked "
+                       "self-attention sublayer); the keys and values from the encoder output M (the memory).")
         else:
             st.latex(r"Q = X W_Q^{(%d)} + b_Q^{(%d)},\quad K = X W_K^{(%d)} + b_K^{(%d)},\quad "
                      r"V = X W_V^{(%d)} + b_V^{(%d)} \in \mathbb{R}^{%d \times %d}" % ((sel.head,) * 6 + (Lq, d_k)))
             side = "decoder" if q_side == "tgt" else "encoder"
-            st.markdown(f"One source: queries, keys and values are three projections of the same X, the input of "
-                        f"this {side} layer's self-attention.")
-        st.caption("Each projection is an nn.Linear, so it adds a bias b, as written here; the paper writes XW "
-                   "without it. W^(i) and b^(i) are head i's d_k columns of the d_model × d_model matrix.")
+            sources = (f"One source: queries, keys and values are three projections of the same X, the input of "
+                       f"this {side} layer's self-attention.")
         # One symmetric colour range for Q, K and V, so that one colour means one number in all three.
         bound = float(max(np.abs(q).max(), np.abs(k).max(), np.abs(v).max()))
         for name, values, tokens in (("Q", q, q_tokens), ("K", k, k_tokens), ("V", v, k_tokens)):
             fig = webapp.cached_figure(plots.vectors_heatmap, values, tokens, f"{name} (head {sel.head})",
                                        "query token" if name == "Q" else "key token", bound=bound)
             webapp.chart(fig, webapp.token_frame(values, tokens), f"attention-{name.lower()}")
+            if name == "Q":  # said under the first figure, which a projector then shows on its first screen
+                st.markdown(sources)
+                st.caption("Each projection is an nn.Linear, so it adds a bias b, as written here; the paper "
+                           "writes XW without it. W^(i) and b^(i) are head i's d_k columns of the d_model × "
+                           "d_model matrix.")
 
 if scores_tab.open:
     with scores_tab:

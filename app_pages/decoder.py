@@ -25,9 +25,11 @@ cfg, trace, i, j = run.config, run.trace, sel.layer, sel.head
 src_labels, tgt_labels = token_labels(run.src_tokens), token_labels(run.tgt_tokens)
 S, T = len(src_labels), len(tgt_labels)
 prefix = f"decoder.{i}"
-webapp.show_user_text(f"Decoder input ({sel.tgt_name}): <s> + greedy translation", run.translation or "(empty)")
-st.caption(f"Layer {i} of N = {cfg.N}, head {j} of h = {cfg.h} (change them in the sidebar). "
-           f"T = {T} target positions, S = {S} source positions, d_k = {cfg.d_k}.")
+input_col, sizes_col = st.columns([3, 2])  # side by side: the figure starts on a projector's first screen
+with input_col:
+    webapp.show_user_text(f"Decoder input ({sel.tgt_name}): <s> + greedy translation", run.translation or "(empty)")
+sizes_col.caption(f"Layer {i} of N = {cfg.N}, head {j} of h = {cfg.h} (change them in the sidebar). "
+                  f"T = {T} target positions, S = {S} source positions, d_k = {cfg.d_k}.")
 
 self_tab, cross_tab, norm_tab, ffn_tab, output_tab = webapp.steps([
     "1 · Masked self-attention",

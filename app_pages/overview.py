@@ -20,7 +20,7 @@ st.markdown(webapp.training_data_line(metadata) + " [Model card](#model-card)")
 if not webapp.model_loaded(sel.checkpoint):
     figure_slot.plotly_chart(webapp.cached_figure(architecture_figure, N=cfg.N, d_model=cfg.d_model, h=cfg.h,
                                                   d_ff=cfg.d_ff, vocab_size=cfg.vocab_size, S="S", T="T"),
-                             width="stretch", key="architecture-symbolic")
+                             width="stretch", key="architecture-symbolic", theme=None, config=webapp.CHART_CONFIG)
 run = webapp.current_run(sel)
 if run is None:  # the input was refused (the message is shown): no figure, whether the model was loaded or not
     figure_slot.empty()

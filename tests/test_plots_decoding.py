@@ -135,12 +135,12 @@ def test_prediction_change_panels_and_visible_near_zero_bars():
         assert bars.texttemplate == "%{y:.2f}" and bars.textposition == "outside"  # a 0 bar still shows "0.00"
 
 
-def test_tick_labels_rotate_when_they_do_not_fit():
-    from transformer_viz.plots.common import tick_angle
+def test_tick_labels_are_turned_by_plotly_only_when_they_would_overlap_where_drawn():
+    from transformer_viz.plots.common import heatmap
 
-    assert tick_angle(["0 a", "1 b", "2 c"]) == 0
-    assert tick_angle([f"{t} ▁Wörter" for t in range(6)]) == -45  # six 9-character labels: ~380 px
-    assert tick_angle([str(t) for t in range(12)]) == -45
+    fig = heatmap(np.zeros((2, 12)), [f"{t} ▁Wörter" for t in range(12)], ["a", "b"])
+    assert fig.layout.xaxis.tickangle is None  # "auto": chosen when drawn, at the real width
+    assert fig.layout.template.layout.xaxis.autotickangles == (0, -60, -90)
 
 
 def test_prediction_table_and_the_statement_follow_the_comparison():

@@ -451,6 +451,41 @@ def require_run(sel: Selection, beam_size: int = 1, causal: bool = True) -> Sent
     return run
 
 
+# The look every page shares. Style-only HTML takes no room on the page (Streamlit puts it out of the flow).
+PAGE_CSS = """<style>
+/* A projector shows 720 px: less empty space above a smaller title, so that the main figure starts on
+   the first screen. */
+[data-testid="stMainBlockContainer"] { padding-top: 2.5rem; }
+[data-testid="stMain"] h1 { font-size: 2.1rem; padding: 0.25rem 0 0.5rem; }
+/* The sentence bar is for narrow screens (a phone), where the sidebar is folded away. */
+@media (min-width: 768px) { .st-key-sentence_bar { display: none; } }
+</style>"""
+
+
+def page_style() -> None:
+    st.html(PAGE_CSS)
+
+
+_BAR_TEXT = "sentence_bar_text"
+
+
+def _run_bar_sentence() -> None:
+    text = st.session_state.get(_BAR_TEXT, "")
+    if text.strip():
+        st.session_state["sentence"] = text[:MAX_INPUT_CHARS]
+
+
+def sentence_bar(sel: Selection) -> None:
+    """On a phone the sidebar (and its sentence box) is folded away behind a small arrow, and a text area
+    there takes Enter as a new line: a one-line box at the top of the page with a Translate button, where
+    Enter (the keyboard's Go) runs the sentence. Hidden on wide screens, which have the sidebar."""
+    st.session_state[_BAR_TEXT] = sel.sentence  # what the sidebar holds, each run (a form sends only on submit)
+    with st.container(key="sentence_bar"), st.form("sentence_bar_form", border=False):
+        text_col, button_col = st.columns([4, 1], vertical_alignment="bottom")
+        text_col.text_input(f"Type a sentence ({language_name(sel.src_lang)})", key=_BAR_TEXT, max_chars=MAX_INPUT_CHARS)
+        button_col.form_submit_button("Translate ▶", on_click=_run_bar_sentence, width="stretch")
+
+
 def page_header(intro: str, formula: str | None = None, *, run: bool = True) -> tuple[Selection, SentenceRun | None]:
     """The top of every page: the selection, the page's title (as the navigation names it), what the page
     shows and its formula; then the sentence's run, or a stop where the input was refused.
@@ -460,6 +495,7 @@ def page_header(intro: str, formula: str | None = None, *, run: bool = True) -> 
     """
     sel = selection()
     st.title(st.session_state[_OPEN_PAGE].title)
+    sentence_bar(sel)
     st.session_state[_NOTES_SLOT] = st.container()  # the input notes go here, above everything else
     st.markdown(intro)
     if formula:
@@ -557,12 +593,17 @@ def token_frame(values, row_tokens: list[str], col_tokens: list[str] | None = No
                         columns=row_names(col_tokens) if col_tokens is not None else None)
 
 
+# The figure's own template (plots.common) gives its look, not Streamlit's theme; the toolbar shows on
+# hover (on a touch screen: after a tap), so it does not sit over a chart's title.
+CHART_CONFIG = {"displaylogo": False, "displayModeBar": "hover", "scrollZoom": False}
+
+
 def chart(fig, data, name: str, caption: str | None = None) -> None:
     """A figure with its data as a CSV download (plotly's own toolbar saves the image)."""
     import pandas as pd
 
-    st.plotly_chart(fig, width="stretch", key=f"chart-{name}",
-                    config={"displaylogo": False, "toImageButtonOptions": {"filename": name, "scale": 2}})
+    st.plotly_chart(fig, width="stretch", key=f"chart-{name}", theme=None, config=CHART_CONFIG | {
+        "toImageButtonOptions": {"filename": name, "scale": 2}})
     frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
     # A callable: the CSV is built only when someone downloads it, not on every rerun.
     st.download_button("Download the data (CSV)", lambda: frame.to_csv().encode("utf-8"), file_name=f"{name}.csv",

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from ..tokenizer import EOS, PAD, output_ids
 from .common import (BLUE, FAINT, GREEN, INK, ORANGE, SEQUENTIAL, log_softmax, make_figure, mask_figure, safe_label,
-                     tick_angle, token_text)
+                     token_text)
 
 _shown = token_text  # beam_tree_figure's argument of that name hides it
 
@@ -48,7 +48,7 @@ def attention_row_figure(weights, labels: list[str], title: str | None = None,
     weights = np.asarray(weights, dtype=np.float64)
     data = [{"type": "bar", "x": list(labels), "y": weights, "marker": {"color": GREEN}, "name": "weight",
              "hovertemplate": "%{x}<br>weight %{y:.6f}<extra></extra>"}]
-    layout = {"xaxis": {"type": "category", "title": {"text": x_title}, "tickangle": tick_angle(labels)},
+    layout = {"xaxis": {"type": "category", "title": {"text": x_title}},
               "yaxis": {"range": [0, 1], "title": {"text": "attention weight"}}}
     return make_figure(data, layout, title, 300)
 
@@ -223,7 +223,7 @@ def prediction_change_figure(labels: list[str], p_masked, p_unmasked, kl, title:
               "yaxis": {"title": {"text": "p(expected)"}, "range": [0, 1.15], "domain": [0.45, 1.0],
                         "tickvals": [0, 0.25, 0.5, 0.75, 1.0]},
               "xaxis2": {"type": "category", "domain": [0, 1], "anchor": "y2", "matches": "x",
-                         "tickangle": tick_angle(x), "title": {"text": "decoder position (input token)"}},
+                         "title": {"text": "decoder position (input token)"}},
               "yaxis2": {"title": {"text": "KL (nats)"}, "rangemode": "tozero", "domain": [0.0, 0.33]},
               "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0}}
     return make_figure(data, layout, title, 480)

@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..tokenizer import PAD
-from .common import (ALLOWED_COLOUR, MASKED_COLOUR, SEQUENTIAL, base_layout, heatmap, safe_label, tick_angle,
+from .common import (ALLOWED_COLOUR, MASKED_COLOUR, SEQUENTIAL, base_layout, heatmap, safe_label,
                      token_labels, token_text)
 
 
@@ -36,7 +36,7 @@ def padding_figure(tokens: list[str], padded_ids: list[int], mask: list[bool], p
         colorscale=[[0, MASKED_COLOUR], [1, ALLOWED_COLOUR]], zmin=0, zmax=1,
         hovertemplate="position/token %{x}<br>%{y}: %{text}<extra></extra>"))
     fig.update_yaxes(type="category", autorange="reversed")
-    fig.update_xaxes(type="category", tickangle=tick_angle(labels))
+    fig.update_xaxes(type="category")
     return base_layout(fig, f"{n_real} tokens padded to length {len(padded_ids)}", height=230)
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .common import (BLUE, DIVERGING, GUIDE, LIGHT_BLUE, LIGHT_ORANGE, MASKED_WEIGHT, ORANGE, PURPLE, SEQUENTIAL,
-                     heatmap_traces, make_figure, tick_angle)
+                     heatmap_traces, make_figure)
 
 PANEL_GAP_X = 0.03
 PANEL_GAP_Y = 0.09
@@ -111,7 +111,7 @@ def attention_map(values, x_labels: list[str], y_labels: list[str], title: str |
     data = heatmap_traces(values, list(x_labels), list(y_labels), value_name, axes=refs[0], value_format=".6g",
                           masked=masked, masked_hover=MASKED_WEIGHT if masked is not None else "masked (−∞)",
                           coloraxis="coloraxis")
-    layout["xaxis"].update({"title": {"text": x_title}, "tickangle": tick_angle(x_labels)})
+    layout["xaxis"].update({"title": {"text": x_title}})
     layout["yaxis"].update(title={"text": y_title}, scaleanchor="x", scaleratio=1, constrain="domain")  # square cells
     layout["coloraxis"] = {"colorscale": colorscale, "cmin": zmin, "cmax": zmax,
                            "colorbar": {"title": {"text": value_name}}}
@@ -222,7 +222,7 @@ def zero_fraction_figure(fraction, labels: list[str], overall: float, d_ff: int,
              "text": [f"{f:.0%}" for f in fraction], "textposition": "outside", "marker": {"color": PURPLE},
              "hovertemplate": f"%{{x}}<br>%{{customdata}} of {d_ff} units are 0 (%{{y:.2%}})<extra></extra>"}]
     layout = {"yaxis": {"range": [0, 1.15], "tickformat": ".0%", "title": {"text": "units at exactly 0"}},
-              "xaxis": {"type": "category", "tickangle": tick_angle(labels)},
+              "xaxis": {"type": "category"},
               "shapes": [hline(overall, ORANGE, "dash")],
               "annotations": [{"text": f"overall {overall:.1%}", "xref": "paper", "x": 0, "xanchor": "left",
                                "yref": "y", "y": overall, "yanchor": "bottom", "showarrow": False,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import BLUE, GREEN, GUIDE, INK, LIGHT_BLUE, ORANGE, make_figure, tick_angle
+from .common import BLUE, GREEN, GUIDE, INK, LIGHT_BLUE, ORANGE, make_figure
 
 from ..schedule import learning_rate
 
@@ -75,7 +75,6 @@ def expected_token_figure(labels: list[str], p, title: str | None = None) -> go.
     data = [{"type": "bar", "x": list(labels), "y": p, "customdata": nll, "marker": {"color": GREEN},
              "name": "p(expected)", "text": [f"{v:.2f}" for v in p], "textposition": "outside",
              "hovertemplate": "%{x}<br>p = %{y:.6f}<br>−log p = %{customdata:.4f}<extra></extra>"}]
-    layout = {"xaxis": {"type": "category", "title": {"text": "decoder input → expected output"},
-                        "tickangle": tick_angle(labels)},
+    layout = {"xaxis": {"type": "category", "title": {"text": "decoder input → expected output"}},
               "yaxis": {"range": [0, 1.1], "title": {"text": "p(expected token)"}}}
     return make_figure(data, layout, title, 360)
