@@ -93,7 +93,9 @@ if beam_tab.open:
             f"During the search, hypotheses are compared by their plain sum of log P: no length normalisation. "
             f"Only the final choice among the K hypotheses divides that sum by ((5 + |y|)/6)^α, with "
             f"**α = {alpha:g}** (this checkpoint's decoding default; |y| counts the tokens up to and including "
-            f"</s>). The sums shown below are the unnormalised ones.")
+            f"</s>). The sums shown below are the unnormalised ones."
+            + (f" The checkpoint's optional repetition guard is on: no unit of up to three subwords may occur more "
+               f"than {ckpt.generation.max_loop_repeats} times in a row." if ckpt.generation.max_loop_repeats else ""))
         beam_run = webapp.get_run(sel.checkpoint, sel.sentence, K)
         left, right = st.columns(2)
         with left:

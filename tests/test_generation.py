@@ -118,6 +118,15 @@ def test_select_decoding_picks_alpha_on_validation_and_writes_it(tmp_path, check
     assert [r["split"] for r in card["scores"]] == ["val"]
     assert main(["select-decoding", "--checkpoint", str(path), "--splits", "test_2016_flickr"]) == 2
     assert "never on a test set" in capsys.readouterr().err
+    # The repetition guard, when asked for, is used for the choice and written beside α; kept when not named.
+    assert main(["select-decoding", "--checkpoint", str(path), "--data-dir", str(data), "--splits", "val",
+                 "--beam", "2", "--alphas", "1.0", "--max-loop-repeats", "3", "--no-progress"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["measured"][0]["decoding"] == "beam 2, α 1, loops ≤ 3×"
+    assert load_generation_defaults(path).max_loop_repeats == 3
+    assert main(["select-decoding", "--checkpoint", str(path), "--data-dir", str(data), "--splits", "val",
+                 "--beam", "2", "--alphas", "1.0", "--no-progress"]) == 0
+    assert load_generation_defaults(path).max_loop_repeats == 3
 
 
 def test_a_decoding_setting_that_is_not_a_number_is_refused_with_its_file(tmp_path):

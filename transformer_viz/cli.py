@@ -187,10 +187,10 @@ def cmd_select_decoding(args) -> int:
     tgt_lang = ckpt.metadata.get("tgt_lang", "en")
     sets = {split: read_any_split(split, src_lang, tgt_lang, args.data_dir, args.tatoeba_dir)
             for split in args.splits}
+    guard = ckpt.generation.override(max_loop_repeats=args.max_loop_repeats).max_loop_repeats
     alpha, rows = select_length_penalty(ckpt, sets, args.beam, args.alphas, progress=not args.no_progress,
-                                        log=lambda line: print(line, file=sys.stderr),
-                                        max_loop_repeats=ckpt.generation.max_loop_repeats)
-    chosen = replace(ckpt.generation, num_beams=args.beam, length_penalty=alpha)
+                                        log=lambda line: print(line, file=sys.stderr), max_loop_repeats=guard)
+    chosen = replace(ckpt.generation, num_beams=args.beam, length_penalty=alpha, max_loop_repeats=guard)
     save_generation_defaults(args.checkpoint, chosen)
     for row in rows:
         if row["decoding"] == chosen.describe():
@@ -344,6 +344,8 @@ def _training_commands(sub) -> None:
                    help="validation sets; never a test set")
     p.add_argument("--beam", type=_beam_width, default=5)
     p.add_argument("--alphas", type=float, nargs="+", default=[0.6, 1.0, 1.4])
+    p.add_argument("--max-loop-repeats", type=_non_negative, default=None, metavar="N",
+                   help="the repetition guard to decode with and to write (0: off); default: as the checkpoint has it")
     p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_select_decoding)
