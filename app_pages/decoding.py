@@ -53,21 +53,23 @@ if greedy_tab.open:
         step = run.decoding.steps[t - 1]
         inputs = run.tgt_tokens[:t]
         labels = token_labels(inputs)
-        webapp.show_user_text(f"Decoder input at step {t} (<s> + {t - 1} generated)",
-                              " ".join(token_text(x) for x in inputs))
         top_ids, top_probs, chosen_id = step.top_ids[0], step.top_probs[0], step.chosen[0]
         chosen_token = tokenizer.convert_ids_to_tokens([chosen_id])[0]
-        webapp.show_user_text("Chosen next token" + (" (end of sentence)" if chosen_id == EOS else ""),
-                              token_text(chosen_token))
-        st.latex(r"P(\hat y_{%d} \mid \hat y_{<%d}, x) = %.4f" % (t, t, step.chosen_prob[0]))
+        inputs_col, chosen_col, prob_col = st.columns([2, 1, 1])  # one row: the figures start on the first screen
+        with inputs_col:
+            webapp.show_user_text(f"Decoder input at step {t} (<s> + {t - 1} generated)",
+                                  " ".join(token_text(x) for x in inputs))
+        with chosen_col:
+            webapp.show_user_text("Chosen next token" + (" (end of sentence)" if chosen_id == EOS else ""),
+                                  token_text(chosen_token))
+        prob_col.latex(r"P(\hat y_{%d} \mid \hat y_{<%d}, x) = %.4f" % (t, t, step.chosen_prob[0]))
 
         left, right = st.columns(2)
         with left:
             fig = webapp.cached_figure(causal_mask_figure, labels, title=f"Causal mask at step {t}: {t}×{t}")
-            if t == 1:
-                st.caption("At step 1 the only input is <s>: the mask is a single cell, <s> attending to itself.")
             webapp.chart(fig, webapp.long_form(labels, labels, {"may attend": np.tril(np.ones((t, t), dtype=bool))}),
-                         "decoding-mask")
+                         "decoding-mask", caption="At step 1 the only input is <s>: the mask is a single cell, <s> "
+                                                  "attending to itself." if t == 1 else None)
         with right:
             top_tokens = tokenizer.convert_ids_to_tokens(top_ids)
             chosen = top_ids.index(chosen_id) if chosen_id in top_ids else None

@@ -187,3 +187,28 @@ def test_on_a_phone_token_tick_labels_do_not_run_together(browser, app_url):  # 
     finally:
         context.close()
 
+
+
+# The page's main figure: its first chart, or its first table where a table comes first (Tokens: the IDs).
+FIRST_FIGURE_TOP_JS = """() => {
+  const figures = '[data-testid="stPlotlyChart"], [data-testid="stDataFrame"], [data-testid="stTable"]';
+  const c = document.querySelector('[data-testid="stMain"]').querySelector(figures);
+  return c ? c.getBoundingClientRect().top : null; }"""
+
+
+def test_on_a_projector_each_pages_main_figure_starts_on_the_first_screen(browser, app_url):  # noqa: F811
+    from tests.support.browser import app_pages
+
+    context, pg = new_page(browser, app_url, "", viewport={"width": 1280, "height": 720})
+    try:
+        tops = {}
+        for info in app_pages():
+            open_page(pg, info["title"])
+            assert_page_healthy(pg, info["title"])
+            tops[info["title"]] = pg.evaluate(FIRST_FIGURE_TOP_JS)
+        print(tops)
+        # At least the top 120 px of the figure on the first screen: its title and first rows show.
+        late = {title: top for title, top in tops.items() if top is None or top > 720 - 120}
+        assert late == {}, f"main figure starts below the first screen (or too low to be seen): {late}"
+    finally:
+        context.close()

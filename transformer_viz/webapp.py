@@ -455,7 +455,7 @@ def require_run(sel: Selection, beam_size: int = 1, causal: bool = True) -> Sent
 PAGE_CSS = """<style>
 /* A projector shows 720 px: less empty space above a smaller title, so that the main figure starts on
    the first screen. */
-[data-testid="stMainBlockContainer"] { padding-top: 2.5rem; }
+[data-testid="stMainBlockContainer"] { padding-top: 3.75rem; }  /* just below the 3.75rem header bar */
 [data-testid="stMain"] h1 { font-size: 2.1rem; padding: 0.25rem 0 0.5rem; }
 /* The sentence bar is for narrow screens (a phone), where the sidebar is folded away. */
 @media (min-width: 768px) { .st-key-sentence_bar { display: none; } }
