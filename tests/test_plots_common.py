@@ -81,3 +81,23 @@ def test_projector_layout_enlarges_every_text_and_swaps_the_sequential_scale_on_
     # a diverging scale is high-contrast already: kept
     signed = heatmap(np.array([[-1.0, 1.0]]))
     assert projector_layout(signed).data[0].colorscale == signed.data[0].colorscale
+
+
+def test_a_figure_of_panels_side_by_side_asks_for_the_width_its_panels_and_their_titles_need():
+    import numpy as np
+
+    from transformer_viz.plots.architecture import architecture_figure
+    from transformer_viz.plots.common import PANEL_MIN_WIDTH, heatmap, min_width
+    from transformer_viz.plots.layers import head_grid, masked_attention_figure
+
+    z = np.zeros((3, 3))
+    assert min_width(heatmap(z)) is None  # one panel lays out at any width
+    assert min_width(head_grid(np.zeros((8, 3, 3)), list("abc"), list("abc"))) == 4 * PANEL_MIN_WIDTH + 60
+    assert min_width(masked_attention_figure(z, z, z, list("abc"), list("abc"))) == 3 * PANEL_MIN_WIDTH + 60
+    # Panel titles longer than a panel's minimum widen every panel: 7.5 px a character + 30 px.
+    from transformer_viz.plots.common import make_figure
+    from transformer_viz.plots.layers import grid_axes
+
+    layout, _ = grid_axes(2, 2, titles=["a title of thirty characters..", "b"])
+    assert min_width(make_figure([], layout)) == 2 * (int(7.5 * 30) + 30) + 60
+    assert min_width(architecture_figure(N=2, d_model=32, h=4, d_ff=64, vocab_size=100, S=3, T=4)) == 800

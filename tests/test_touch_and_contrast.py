@@ -13,6 +13,8 @@ import urllib.parse
 
 import pytest
 
+from tests.support.browser import ROOT
+
 from tests.test_browser import (CHROMIUM, COUNT_RUNS_JS, FIRST_SENTENCE, WAIT_MS, app_url, assert_page_healthy,  # noqa: F401
                                 browser, open_page, pytestmark, wait_for_run)
 
@@ -206,9 +208,76 @@ def test_on_a_projector_each_pages_main_figure_starts_on_the_first_screen(browse
             open_page(pg, info["title"])
             assert_page_healthy(pg, info["title"])
             tops[info["title"]] = pg.evaluate(FIRST_FIGURE_TOP_JS)
+            sideways = pg.evaluate("""() => Array.from(document.querySelectorAll('[class*="st-key-wide"]'))
+              .filter((e) => e.scrollWidth > e.clientWidth + 1).map((e) => e.className)""")
+            assert sideways == [], f"{info['title']}: a figure scrolls sideways at 1280 px: {sideways}"
         print(tops)
         # At least the top 120 px of the figure on the first screen: its title and first rows show.
         late = {title: top for title, top in tops.items() if top is None or top > 720 - 120}
         assert late == {}, f"main figure starts below the first screen (or too low to be seen): {late}"
     finally:
         context.close()
+
+
+# Figures of two or more panels, as drawn: a colour bar or a panel title over a panel's plot area, or two
+# panel titles over each other. Returns {figures: how many were checked, problems: [...]}.
+PANELS_JS = """() => {
+  const problems = [];
+  const meet = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1
+    && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1;
+  const plots = Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot'))
+    .filter((gd) => gd.querySelectorAll('.draglayer .nsewdrag').length >= 2);
+  plots.forEach((gd) => {
+    const name = (gd.querySelector('.gtitle') || {}).textContent || 'a figure';
+    const areas = Array.from(gd.querySelectorAll('.draglayer .nsewdrag')).map((e) => e.getBoundingClientRect());
+    const bars = Array.from(gd.querySelectorAll('g.colorbar')).map((e) => e.getBoundingClientRect());
+    const titles = Array.from(gd.querySelectorAll('g.annotation')).map((e) => [e.textContent, e.getBoundingClientRect()]);
+    bars.forEach((b) => { if (areas.some((a) => meet(a, b))) problems.push(`${name}: a colour bar over a panel`); });
+    titles.forEach(([text, t], i) => {
+      if (areas.some((a) => meet(a, t))) problems.push(`${name}: panel title ${JSON.stringify(text)} over a panel`);
+      titles.slice(i + 1).forEach(([other, u]) => {
+        if (meet(t, u)) problems.push(`${name}: panel titles ${JSON.stringify(text)} and ${JSON.stringify(other)} overlap`
+          + ` (${Math.round(t.left)}-${Math.round(t.right)} and ${Math.round(u.left)}-${Math.round(u.right)} px)`);
+      });
+    });
+  });
+  return {figures: plots.length, problems};
+}"""
+PHONE_SHOTS = ROOT / "screenshots-tmp" / "phone"  # git-ignored; each run replaces its files
+
+
+def test_on_a_phone_no_figure_draws_its_parts_over_each_other_on_any_page_or_step(browser, app_url):  # noqa: F811
+    """At 390 × 844 with touch, every page and every step: a screenshot each (in PHONE_SHOTS); no colour bar
+    or panel title over a panel, no two panel titles over each other, the block diagrams' labels inside
+    their boxes (a figure that needs more width than the phone has scrolls sideways instead)."""
+    from tests.support.browser import app_pages
+    from tests.test_browser import DIAGRAM_TEXT_JS, open_step_number, step_labels
+
+    for old in PHONE_SHOTS.glob("*.png"):
+        old.unlink()
+    context, pg = new_page(browser, app_url, "", viewport={"width": 390, "height": 844}, has_touch=True,
+                           is_mobile=True)
+    problems, shots, multi_panel, diagrams = [], [], 0, 0
+    try:
+        for info in app_pages():  # by address: on a phone the navigation is folded away with the sidebar
+            path = "" if info["default"] else info["url_path"]
+            pg.goto(f"{app_url}/{path}?s=" + urllib.parse.quote(FIRST_SENTENCE))
+            wait_for_run(pg, 0, sentence=FIRST_SENTENCE)
+            labels = step_labels(pg) or [None]
+            for n, label in enumerate(labels):
+                if label is not None:
+                    open_step_number(pg, labels, n)
+                where = info["title"] + (f" / {label}" if label else "")
+                assert_page_healthy(pg, where)
+                shot = PHONE_SHOTS / (f"{info['url_path']}-{n + 1}.png" if label else f"{info['url_path']}.png")
+                shot.parent.mkdir(parents=True, exist_ok=True)
+                pg.screenshot(path=str(shot))
+                shots.append(shot)
+                panels, drawn = pg.evaluate(PANELS_JS), pg.evaluate(DIAGRAM_TEXT_JS)
+                multi_panel, diagrams = multi_panel + panels["figures"], diagrams + drawn["diagrams"]
+                problems += [f"{where}: {p}" for p in panels["problems"] + drawn["problems"]]
+    finally:
+        context.close()
+    print(f"{len(shots)} screenshots in {PHONE_SHOTS}; {multi_panel} multi-panel figures, {diagrams} diagrams checked")
+    assert multi_panel >= 5 and diagrams == 3
+    assert problems == [], "drawn over each other at 390 px:\n" + "\n".join(problems)

@@ -459,6 +459,11 @@ PAGE_CSS = """<style>
 [data-testid="stMain"] h1 { font-size: 2.1rem; padding: 0.25rem 0 0.5rem; }
 /* The sentence bar is for narrow screens (a phone), where the sidebar is folded away. */
 @media (min-width: 768px) { .st-key-sentence_bar { display: none; } }
+/* A figure of several panels side by side, or a block diagram, keeps the width it needs (webapp.chart)
+   and scrolls sideways on a narrower screen, instead of drawing its parts over each other. */
+[class*="st-key-wide"] { overflow-x: auto; overflow-y: hidden; }
+""" + "\n".join(f'[class*="st-key-wide{w}-"] > * {{ min-width: {w}px; }}'
+                for w in range(300, 1300, 50)) + """
 </style>"""
 
 
@@ -602,8 +607,14 @@ def chart(fig, data, name: str, caption: str | None = None) -> None:
     """A figure with its data as a CSV download (plotly's own toolbar saves the image)."""
     import pandas as pd
 
-    st.plotly_chart(fig, width="stretch", key=f"chart-{name}", theme=None, config=CHART_CONFIG | {
-        "toImageButtonOptions": {"filename": name, "scale": 2}})
+    from .plots.common import min_width
+
+    needed = min_width(fig)
+    # The keyed container carries the figure's minimum width into the page's style (PAGE_CSS), rounded up
+    # to 50 px.
+    with st.container(key=f"wide{min(1250, -(-needed // 50) * 50)}-{name}") if needed else st.container():
+        st.plotly_chart(fig, width="stretch", key=f"chart-{name}", theme=None, config=CHART_CONFIG | {
+            "toImageButtonOptions": {"filename": name, "scale": 2}})
     frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
     # A callable: the CSV is built only when someone downloads it, not on every rerun.
     st.download_button("Download the data (CSV)", lambda: frame.to_csv().encode("utf-8"), file_name=f"{name}.csv",

@@ -151,7 +151,8 @@ class Diagram:
         fig = make_figure([text], layout, title, height=int(top) + TOP_MARGIN + BOTTOM_MARGIN)
         # The plot area is exactly ``top`` px high, so that a box's height in y is its height on the screen.
         fig.update_layout(margin={"t": TOP_MARGIN, "b": BOTTOM_MARGIN},
-                          title={"text": title, "font": {"size": TITLE_SIZE, "color": INK}})
+                          title={"text": title, "font": {"size": TITLE_SIZE, "color": INK}},
+                          meta={"min_width": DESIGN_WIDTH + 40})  # narrower, the labels would leave their boxes
         return fig
 
 

@@ -74,6 +74,26 @@ def token_labels(tokens: list[str]) -> list[str]:
 
 # --- building figures ----------------------------------------------------------------------------------------
 
+PANEL_MIN_WIDTH = 170  # px a panel of a multi-panel figure needs for its tick labels and title
+
+
+def min_width(fig: go.Figure) -> int | None:
+    """The width in px below which the figure's parts would run into each other: what its ``meta`` names
+    (a block diagram), else PANEL_MIN_WIDTH per column of panels side by side (plus room for the colour
+    bars) when there are two or more, else None (one panel lays out at any width)."""
+    meta = fig.layout.meta
+    if isinstance(meta, dict) and meta.get("min_width"):
+        return int(meta["min_width"])
+    layout = fig.layout.to_plotly_json()
+    columns = {tuple(axis.get("domain", (0, 1))) for key, axis in layout.items() if key.startswith("xaxis")}
+    if len(columns) < 2:
+        return None
+    # A panel is at least as wide as the longest line of the panel titles (~7.5 px a character at 13 px).
+    lines = [line for note in layout.get("annotations", []) for line in str(note.get("text", "")).split("<br>")]
+    panel = max([PANEL_MIN_WIDTH] + [int(7.5 * len(line)) + 30 for line in lines])
+    return panel * len(columns) + 60
+
+
 def base_layout(fig: go.Figure, title: str | None = None, height: int | None = None) -> go.Figure:
     fig.update_layout(title=title, font=FONT, margin=dict(l=10, r=10, t=50 if title else 20, b=10))
     if height:

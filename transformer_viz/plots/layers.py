@@ -180,6 +180,7 @@ def layernorm_stats_figure(mean_before, var_before, mean_after, var_after, label
         layout[f"xaxis{ax}"]["tickangle"] = -45
     layout["barmode"] = "group"
     layout["legend"] = {"orientation": "h", "y": -0.35}
+    layout["meta"] = {"min_width": 600}  # two panels, each with its own value axis, and a legend of four
     return make_figure(data, layout, title, 400, panel_titles=True)
 
 
