@@ -101,3 +101,14 @@ def test_a_figure_of_panels_side_by_side_asks_for_the_width_its_panels_and_their
     layout, _ = grid_axes(2, 2, titles=["a title of thirty characters..", "b"])
     assert min_width(make_figure([], layout)) == 2 * (int(7.5 * 30) + 30) + 60
     assert min_width(architecture_figure(N=2, d_model=32, h=4, d_ff=64, vocab_size=100, S=3, T=4)) == 800
+
+
+def test_a_heatmap_that_writes_its_values_asks_for_cells_wide_enough_to_read_them():
+    import numpy as np
+
+    from transformer_viz.plots.common import heatmap, min_width
+
+    z = np.zeros((4, 10))
+    assert min_width(heatmap(z, text_format="%{z:.2f}")) == int(10 * (7.5 * 5 + 10)) + 200  # "-0.12" in every cell
+    assert min_width(heatmap(np.zeros((4, 16)), text_format="%{z:.2f}")) == 800  # not more than a 1280 px window has
+    assert min_width(heatmap(z)) is None  # colours only: any width will do

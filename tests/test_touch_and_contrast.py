@@ -243,15 +243,18 @@ PANELS_JS = """() => {
   });
   return {figures: plots.length, problems};
 }"""
+CELL_TEXT_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot .heatmaplayer text'))
+  .map((t) => parseFloat(getComputedStyle(t).fontSize))"""
 PHONE_SHOTS = ROOT / "screenshots-tmp" / "phone"  # git-ignored; each run replaces its files
 
 
 def test_on_a_phone_no_figure_draws_its_parts_over_each_other_on_any_page_or_step(browser, app_url):  # noqa: F811
     """At 390 × 844 with touch, every page and every step: a screenshot each (in PHONE_SHOTS); no colour bar
     or panel title over a panel, no two panel titles over each other, the block diagrams' labels inside
-    their boxes (a figure that needs more width than the phone has scrolls sideways instead)."""
+    their boxes, numbers written in heatmap cells at least 10 px (a figure that needs more width than the
+    phone has scrolls sideways instead)."""
     from tests.support.browser import app_pages
-    from tests.test_browser import DIAGRAM_TEXT_JS, open_step_number, step_labels
+    from tests.test_browser import DIAGRAM_TEXT_JS, SCROLL_TO_JS, open_step_number, step_labels
 
     for old in PHONE_SHOTS.glob("*.png"):
         old.unlink()
@@ -271,9 +274,14 @@ def test_on_a_phone_no_figure_draws_its_parts_over_each_other_on_any_page_or_ste
                 assert_page_healthy(pg, where)
                 shot = PHONE_SHOTS / (f"{info['url_path']}-{n + 1}.png" if label else f"{info['url_path']}.png")
                 shot.parent.mkdir(parents=True, exist_ok=True)
+                if label is not None:  # the step's own content fills the picture, not the page's header
+                    pg.locator('[data-testid="stMain"] [role="tablist"]').first.evaluate(SCROLL_TO_JS)
                 pg.screenshot(path=str(shot))
                 shots.append(shot)
                 panels, drawn = pg.evaluate(PANELS_JS), pg.evaluate(DIAGRAM_TEXT_JS)
+                small = [size for size in pg.evaluate(CELL_TEXT_JS) if size < 10]
+                if small:
+                    problems.append(f"{where}: {len(small)} numbers in heatmap cells smaller than 10 px")
                 multi_panel, diagrams = multi_panel + panels["figures"], diagrams + drawn["diagrams"]
                 problems += [f"{where}: {p}" for p in panels["problems"] + drawn["problems"]]
     finally:

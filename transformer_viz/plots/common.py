@@ -85,13 +85,29 @@ def min_width(fig: go.Figure) -> int | None:
     if isinstance(meta, dict) and meta.get("min_width"):
         return int(meta["min_width"])
     layout = fig.layout.to_plotly_json()
+    needs = [cell_text_width(trace) for trace in fig.data]
     columns = {tuple(axis.get("domain", (0, 1))) for key, axis in layout.items() if key.startswith("xaxis")}
-    if len(columns) < 2:
+    if len(columns) >= 2:
+        # A panel is at least as wide as the longest line of the panel titles (~7.5 px a character at 13 px).
+        lines = [line for note in layout.get("annotations", []) for line in str(note.get("text", "")).split("<br>")]
+        panel = max([PANEL_MIN_WIDTH] + [int(7.5 * len(line)) + 30 for line in lines])
+        needs.append(panel * len(columns) + 60)
+    return max([n for n in needs if n], default=None)
+
+
+def cell_text_width(trace) -> int | None:
+    """The width a heatmap that writes its values in its cells needs for them to stay readable: plotly
+    shrinks the text to the cell, down to 5 px on a phone. ~7.5 px a character and 10 px of padding a
+    column, and 200 px for the token labels and the colour bar, but at most 800 px (a 1280 px window's main
+    column, where nothing should scroll sideways); None for any other trace."""
+    if trace.type != "heatmap" or not (trace.texttemplate or trace.text is not None):
         return None
-    # A panel is at least as wide as the longest line of the panel titles (~7.5 px a character at 13 px).
-    lines = [line for note in layout.get("annotations", []) for line in str(note.get("text", "")).split("<br>")]
-    panel = max([PANEL_MIN_WIDTH] + [int(7.5 * len(line)) + 30 for line in lines])
-    return panel * len(columns) + 60
+    if trace.text is not None and (not trace.texttemplate or "%{text}" in trace.texttemplate):
+        chars = max((len(str(t)) for t in np.ravel(np.asarray(trace.text, dtype=object))), default=1)
+    else:
+        chars = 5  # a value as "%{z:.2f}": "-0.12"
+    columns = len(trace.x) if trace.x is not None else np.shape(trace.z)[-1]
+    return min(800, int(columns * (7.5 * chars + 10)) + 200)
 
 
 def base_layout(fig: go.Figure, title: str | None = None, height: int | None = None) -> go.Figure:
