@@ -142,6 +142,15 @@ def cmd_train(args) -> int:
     return 0
 
 
+def cmd_train_rnn(args) -> int:
+    from .train_rnn import RNNTrainConfig, train_rnn
+
+    tc = RNNTrainConfig(**{name: getattr(args, name) for name in RNNTrainConfig.__dataclass_fields__})
+    train_rnn(tc, args.run_dir, data_dir=args.data_dir, tatoeba_dir=args.tatoeba_dir, out_dir=args.out,
+              progress=not args.no_progress)
+    return 0
+
+
 def cmd_evaluate(args) -> int:
     from .data import read_any_split
     from .evaluate import evaluate_split
@@ -279,7 +288,11 @@ def _decoding_flags(p: argparse.ArgumentParser) -> None:
 # TrainConfig fields as flags (--src-lang is --src, --config takes a preset name); defaults live in the dataclass.
 TRAIN_FLAG_NAMES = {"src_lang": "--src", "tgt_lang": "--tgt"}
 TRAIN_FLAG_HELP = {
-    "config": "model preset (base, small, tiny)",
+    "config": "model preset (base, small, tiny; for train-rnn: rnn, rnn-attn, tiny)",
+    "lr": "Adam's learning rate (train-rnn)",
+    "lr_decay": "factor applied to the learning rate after an epoch without a better validation BLEU",
+    "clip": "gradient-norm clipping",
+    "tokenizer": "tokenizer directory (the shipped de-en Transformer's, so the models share one vocabulary)",
     "model_overrides": 'JSON changes to the preset, e.g. \'{"dropout": 0.2}\'',
     "max_minutes": "stop after the epoch that would pass this wall-clock budget (0: no limit)",
     "multi30k_copies": "times Multi30k's training pairs appear in one epoch",
@@ -317,6 +330,18 @@ def _training_commands(sub) -> None:
     p.add_argument("--no-progress", action="store_true")
     _dataclass_flags(p, TrainConfig, TRAIN_FLAG_NAMES)
     p.set_defaults(func=cmd_train)
+
+    from .train_rnn import RNNTrainConfig
+
+    p = sub.add_parser("train-rnn", help="train a GRU encoder-decoder (--config rnn) or the same with "
+                                         "attention (--config rnn-attn) with the de-en tokenizer")
+    p.add_argument("--data-dir", help=f"Multi30k directory (or set {DATA_DIR_ENV})")
+    p.add_argument("--tatoeba-dir", help=f"Tatoeba directory (or set {TATOEBA_DIR_ENV})")
+    p.add_argument("--run-dir", required=True, help="working directory: tokenizer, resumable state, logs")
+    p.add_argument("--out", help="export the best epoch here as a checkpoint directory (after every better epoch)")
+    p.add_argument("--no-progress", action="store_true")
+    _dataclass_flags(p, RNNTrainConfig, TRAIN_FLAG_NAMES)
+    p.set_defaults(func=cmd_train_rnn)
 
     p = sub.add_parser("select-decoding", help="choose the beam's length penalty α on validation data; "
                                                "writes generation_config.json and records the scores")
