@@ -309,6 +309,23 @@ def _architecture_line(cfg) -> str:
             + "; embeddings shared by source, target and output")
 
 
+def _length_table(entry: dict | None) -> list[str]:
+    """The model card's "BLEU by source length" section (metadata's ``bleu_by_length``)."""
+    if not entry or not entry.get("buckets"):
+        return []
+    rows = entry["buckets"]
+    lines = ["## BLEU by source length", "",
+             f"{entry.get('split', '?')}, {entry.get('decoding', 'greedy')} decoding; sentences bucketed by their "
+             f"number of source {entry.get('tokens', 'subword tokens')}; sacreBLEU within each bucket "
+             f"(all sentences: {entry.get('bleu', float('nan')):.2f}). Written by "
+             f"`python -m transformer_viz bleu-by-length`.", "",
+             "| source tokens | " + " | ".join(str(r["bucket"]) for r in rows) + " |",
+             "|---|" + "---|" * len(rows),
+             "| sentences | " + " | ".join(str(r["sentences"]) for r in rows) + " |",
+             "| sacreBLEU | " + " | ".join("–" if r["bleu"] is None else f"{r['bleu']:.2f}" for r in rows) + " |", ""]
+    return lines
+
+
 def model_card(cfg, meta: dict) -> str:
     """A readable summary of metadata.json."""
     lines = [f"# {meta.get('name', 'transformer-viz checkpoint')}", ""]
@@ -337,6 +354,7 @@ def model_card(cfg, meta: dict) -> str:
                          f"{'' if rep is None else f'{100 * rep:.2f} %'} |")
         lines += ["", "sacreBLEU: cased, detokenized, 13a tokenization. A repetition is a token, or a loop of up "
                   "to three subwords, repeated four or more times in a row.", ""]
+    lines += _length_table(meta.get("bleu_by_length"))
     if meta.get("history"):
         both = any("tatoeba_dev_bleu" in h for h in meta["history"])
         titles = ["Multi30k val BLEU", "Tatoeba dev BLEU"] if both else ["val BLEU"]

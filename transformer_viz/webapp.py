@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from .checks import LanguageStats, check_language, direction_name, input_warnings, language_name, load_language_stats
-from .checkpoint import (CONFIG, TOKENIZER_DIR, WEIGHTS, Checkpoint, CheckpointError, load_checkpoint, load_config,
-                         load_metadata)
+from .checkpoint import (CONFIG, TOKENIZER_DIR, WEIGHTS, Checkpoint, CheckpointError, checkpoint_arch,
+                         load_checkpoint, load_config, load_metadata)
 from .config import ModelConfig
 from .generation import GenerationDefaults, load_generation_defaults
 from .tokenizer import DEFAULT_MAX_CHARS, InputError
@@ -104,10 +104,12 @@ def _safe_name(name: str) -> bool:
     return bool(name) and not name.startswith(".") and ".." not in name and name.isprintable()
 
 
-def list_checkpoints() -> dict[str, Path]:
-    """Checkpoint name -> directory. Only directories inside the configured roots; a symlink that
-    leads outside its root (the directory itself, or its config, weights or tokenizer) is ignored,
-    as are hidden names and names with "..". Pages choose by name, never by a typed path."""
+def list_checkpoints(arch: str = "transformer") -> dict[str, Path]:
+    """Checkpoint name -> directory, for the Transformers (the sidebar's models, which every page but one
+    assumes) or, with ``arch="rnn"``, the recurrent models that the RNN page loads itself; config.json says
+    which (see :func:`~transformer_viz.checkpoint.checkpoint_arch`). Only directories inside the configured
+    roots; a symlink that leads outside its root (the directory itself, or its config, weights or tokenizer)
+    is ignored, as are hidden names and names with "..". Pages choose by name, never by a typed path."""
     found: dict[str, Path] = {}
     for root in checkpoint_roots():
         try:
@@ -119,7 +121,9 @@ def list_checkpoints() -> dict[str, Path]:
                 if path.name in found or not _safe_name(path.name) or not _inside(path, real_root):
                     continue
                 parts = [path / CONFIG, path / WEIGHTS, path / TOKENIZER_DIR]
-                if (path / CONFIG).is_file() and all(not p.exists() or _inside(p, real_root) for p in parts):
+                if (path / CONFIG).is_file() and all(not p.exists() or _inside(p, real_root) for p in parts) \
+                        and checkpoint_arch(path) in {arch, "" if arch == "transformer" else arch}:
+                    # An unreadable config.json stays in the sidebar's list: loading it says what is wrong.
                     found[path.name] = path.resolve()
         except OSError:  # an unreadable root or a symlink loop: skip it, the others still count
             continue
