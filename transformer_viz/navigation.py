@@ -1,6 +1,6 @@
 """The app's pages, in navigation order: the one list that app.py, the tests and the benchmarks read.
 
-The order is the lecture's: the inputs (tokens, embeddings, positions), attention (self-attention, its
+The order is the lecture's: where the Transformer came from (recurrent encoder–decoders), the inputs (tokens, embeddings, positions), attention (self-attention, its
 mask and heads), the encoder (Add & Norm, feed-forward), the decoder (cross-attention, the output), the
 masks tried out, then training (teacher forcing) before inference (decoding). Shapes, a reference for
 every step, comes last.
@@ -23,6 +23,7 @@ class Page:
 
 PAGES: tuple[Page, ...] = (
     Page("app_pages/overview.py", "Overview & translation", "overview"),
+    Page("app_pages/rnn.py", "Before the Transformer: RNNs", "rnn"),
     Page("app_pages/tokens.py", "Tokens & embeddings", "tokens"),
     Page("app_pages/positional.py", "Positional encoding", "positional"),
     Page("app_pages/attention.py", "Attention, step by step", "attention"),

@@ -235,6 +235,76 @@ def model_card_text(name: str) -> str:
     return path.read_text(encoding="utf-8") if path.is_file() else ""
 
 
+# --- the recurrent models (the RNN page loads them itself; the sidebar lists Transformers only) -----------
+
+def rnn_checkpoints(src_lang: str = "de", tgt_lang: str = "en") -> dict[str, str]:
+    """{"plain": name, "attention": name} of the recurrent checkpoints for this direction (first by name)."""
+    return _rnn_checkpoints(tuple(checkpoint_roots()), src_lang, tgt_lang)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _rnn_checkpoints(roots: tuple[Path, ...], src_lang: str, tgt_lang: str) -> dict[str, str]:
+    # The roots are part of the key: the answer is read from them once per process.
+    found: dict[str, str] = {}
+    for name, path in sorted(list_checkpoints("rnn").items()):
+        try:
+            cfg, metadata = load_config(path), load_metadata(path)
+        except CheckpointError:
+            continue
+        if (metadata.get("src_lang", "de"), metadata.get("tgt_lang", "en")) == (src_lang, tgt_lang):
+            found.setdefault("attention" if cfg.attention else "plain", name)
+    return found
+
+
+def transformer_for(src_lang: str, tgt_lang: str) -> str | None:
+    """The (first) Transformer checkpoint that translates src_lang → tgt_lang."""
+    for name in sorted(list_checkpoints()):
+        try:
+            metadata = checkpoint_info(name)[1]
+        except CheckpointError:
+            continue
+        if (metadata.get("src_lang"), metadata.get("tgt_lang")) == (src_lang, tgt_lang):
+            return name
+    return None
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def rnn_metadata(name: str) -> dict:
+    """A recurrent checkpoint's metadata.json (its model card's data), without loading the model."""
+    return load_metadata(list_checkpoints("rnn")[name])
+
+
+@st.cache_resource(show_spinner="Loading the recurrent model…", max_entries=4)
+def get_rnn_checkpoint(name: str) -> Checkpoint:
+    """A recurrent model, once per process, shared by every session: never mutate it."""
+    available = list_checkpoints("rnn")
+    if name not in available:
+        raise CheckpointError(f"unknown recurrent checkpoint {name!r}")
+    configure_torch_threads()
+    return load_checkpoint(available[name])
+
+
+@st.cache_resource(show_spinner="Running the recurrent model…", max_entries=32, ttl=3600)
+def get_rnn_run(name: str, sentence: str) -> SentenceRun:
+    """A recurrent model's greedy translation of the sentence with its trace, run once and shared read-only."""
+    from .engine import run_sentence
+
+    return run_sentence(get_rnn_checkpoint(name), sentence, top_k=5)
+
+
+@st.cache_resource(show_spinner="Timing the models on this server…", max_entries=4)
+def measured_speed(names: tuple[tuple[str, str, str], ...], lengths: tuple[int, ...]) -> dict[str, list[float]]:
+    """Seconds per sentence at each length for each (label, "rnn" or "transformer", checkpoint name),
+    measured once per server process (:func:`~transformer_viz.engine.time_per_sentence`)."""
+    from .engine import time_per_sentence
+
+    out = {}
+    for label, arch, name in names:
+        model = (get_rnn_checkpoint(name) if arch == "rnn" else get_checkpoint(name)).model
+        out[label] = [time_per_sentence(model, n) for n in lengths]
+    return out
+
+
 # A trace of a typical sentence (~15 tokens, small model) is a few MB, dominated by logits and probs
 # (T × V each); a 250-token input can reach ~100 MB. The bound and the expiry keep the cache's memory
 # predictable while a lecture hall still shares the runs of the example sentences.
