@@ -31,16 +31,18 @@ def buckets(values: list[float]) -> dict:
 def rnn_root(tmp_path_factory, checkpoint_dir, tokenizer):
     """A checkpoint root: the tiny Transformer (de→en) and two tiny RNNs, without and with attention."""
     root = tmp_path_factory.mktemp("rnn-root")
-    shutil.copytree(checkpoint_dir, root / "tiny")
-    for name, attention, seed, values in (("rnn-de-en", False, 1, [20.0, 15.0, 10.0, 8.0, 5.0]),
-                                          ("rnn-attn-de-en", True, 2, [25.0, 24.0, 23.0, 22.0, 21.0])):
+    # Names of their own: the app caches checkpoints and metadata by name, and the other tests' "tiny",
+    # "rnn-de-en" and "rnn-attn-de-en" have no BLEU by length.
+    shutil.copytree(checkpoint_dir, root / "tiny-buckets")
+    for name, attention, seed, values in (("rnn-b-de-en", False, 5, [20.0, 15.0, 10.0, 8.0, 5.0]),
+                                          ("rnn-attn-b-de-en", True, 6, [25.0, 24.0, 23.0, 22.0, 21.0])):
         torch.manual_seed(seed)
         model = RNNSeq2Seq(preset("tiny", vocab_size=len(tokenizer), attention=attention)).eval()
         save_checkpoint(root / name, model, tokenizer, {"name": name, "src_lang": "de", "tgt_lang": "en",
                                                         "bleu_by_length": buckets(values)})
-    meta = json.loads((root / "tiny" / "metadata.json").read_text())
+    meta = json.loads((root / "tiny-buckets" / "metadata.json").read_text())
     meta["bleu_by_length"] = buckets([30.0, 31.0, 29.0, 30.0, 28.0])
-    (root / "tiny" / "metadata.json").write_text(json.dumps(meta))
+    (root / "tiny-buckets" / "metadata.json").write_text(json.dumps(meta))
     return root
 
 
@@ -60,8 +62,8 @@ def test_rnn_page(rnn_app, rnn_root, every_step, open_step):
     assert set(every_step(at, "rnn_step")) == set().union(*STEP_CHARTS)
     # The sidebar offers the Transformer only: the recurrent checkpoints are the page's own.
     assert at.selectbox(key="checkpoint").options == ["German → English"]  # one model: the tiny Transformer
-    plain = run_sentence(load_checkpoint(rnn_root / "rnn-de-en"), SENTENCE)
-    attn = run_sentence(load_checkpoint(rnn_root / "rnn-attn-de-en"), SENTENCE)
+    plain = run_sentence(load_checkpoint(rnn_root / "rnn-b-de-en"), SENTENCE)
+    attn = run_sentence(load_checkpoint(rnn_root / "rnn-attn-b-de-en"), SENTENCE)
     shown = [t.value for t in at.text]  # the three translations, as plain text
     assert plain.translation in shown and attn.translation in shown
 
@@ -100,7 +102,8 @@ def test_another_sentence_gives_other_data(rnn_app, open_step):
     assert "rnn-alignment" in charts(at)
 
 
-def test_without_rnn_checkpoints_the_page_says_so(make_app, checkpoint_dir, monkeypatch):
-    monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(checkpoint_dir.parent))
+def test_without_rnn_checkpoints_the_page_says_so(make_app, checkpoint_dir, monkeypatch, tmp_path):
+    shutil.copytree(checkpoint_dir, tmp_path / "tiny")  # the Transformer alone
+    monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(tmp_path))
     at = open_page(make_app(), "app_pages/rnn.py")
     assert any("recurrent de→en checkpoints" in w.value for w in at.warning)
