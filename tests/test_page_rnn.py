@@ -107,3 +107,21 @@ def test_without_rnn_checkpoints_the_page_says_so(make_app, checkpoint_dir, monk
     monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(tmp_path))
     at = open_page(make_app(), "app_pages/rnn.py")
     assert any("recurrent de→en checkpoints" in w.value for w in at.warning)
+
+
+def test_english_to_german_runs_the_german_example(make_app, rnn_root, monkeypatch, tmp_path, open_step):
+    """The RNNs translate German → English only: with the sidebar on English → German the page says so and
+    runs "Komm her bitte." instead of the (English) sentence."""
+    root = tmp_path / "root"
+    shutil.copytree(rnn_root, root)
+    shutil.copytree(rnn_root / "tiny-buckets", root / "tiny-en-de")
+    meta = json.loads((root / "tiny-en-de" / "metadata.json").read_text())
+    (root / "tiny-en-de" / "metadata.json").write_text(json.dumps({**meta, "src_lang": "en", "tgt_lang": "de"}))
+    monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(root))
+    at = open_page(make_app("a man plays in the park ."), "app_pages/rnn.py")
+    at.sidebar.selectbox(key="checkpoint").set_value("tiny-en-de")
+    at = open_step(at, "rnn_step", 0)
+    assert any("German → English only" in info.value and "Komm her bitte." in info.value for info in at.info)
+    example = run_sentence(load_checkpoint(rnn_root / "rnn-b-de-en"), "Komm her bitte.")
+    states = z_of([t for t in chart(at, "rnn-encoder-states")["data"] if t["type"] == "heatmap"][-1])
+    np.testing.assert_allclose(states, example.trace["rnn.encoder.hidden"][0].numpy(), atol=1e-6)
