@@ -42,6 +42,7 @@ def test_timing_in_milliseconds_and_buckets_with_gaps():
     assert [t.name for t in fig.data] == ["RNN", "Transformer"]
     np.testing.assert_allclose(array(fig.data[1].y), [4.0, 5.0])
     fig = bucket_bleu_figure(["≤ 10", "> 25"], {"RNN": [20.0, None]}, counts=[3, 0])
-    assert list(fig.data[0].x) == ["≤ 10<br>(3)", "> 25<br>(0)"]
+    assert list(fig.data[0].x) == ["≤ 10<br>(3)", "> 25<br>(0)"] and fig.data[0].name == "RNN"  # one score: no share
+    assert bucket_bleu_figure(["a", "b"], {"X": [20.0, 5.0]}).data[0].name == "X (keeps 25 %)"
     y = array(fig.data[0].y)
     assert y[0] == 20.0 and np.isnan(y[1])

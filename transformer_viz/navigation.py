@@ -1,9 +1,10 @@
 """The app's pages, in navigation order: the one list that app.py, the tests and the benchmarks read.
 
-The order is the lecture's: where the Transformer came from (recurrent encoder–decoders), the inputs (tokens, embeddings, positions), attention (self-attention, its
-mask and heads), the encoder (Add & Norm, feed-forward), the decoder (cross-attention, the output), the
-masks tried out, then training (teacher forcing) before inference (decoding). Shapes, a reference for
-every step, comes last.
+The order is the lecture's: after the overview, where the Transformer came from (recurrent
+encoder–decoders), then the inputs (tokens, embeddings, positions), attention (self-attention, its mask
+and heads), the encoder (Add & Norm, feed-forward), the decoder (cross-attention, the output), the masks
+tried out, then training (teacher forcing) before inference (decoding). Shapes, a reference for every
+step, comes last.
 
 Plain data and the standard library only, so that a benchmark or a browser test can list the pages
 without importing Streamlit, torch or plotly.

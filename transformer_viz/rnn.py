@@ -194,7 +194,8 @@ class RNNSeq2Seq(nn.Module):
 
     def project(self, hidden: torch.Tensor, ctx: torch.Tensor, emb: torch.Tensor,
                 trace: Trace | None = None) -> torch.Tensor:
-        """[s_t; c_t; E[y_{t−1}]] (…, 2·d_hidden + d_emb) -> d_emb -> logits (…, V) through the shared embedding."""
+        """[s_t; c_t; E[y_{t−1}]] (…, 2·d_hidden + d_emb) -> d_emb -> logits (…, V), through the shared
+        embedding."""
         out = self.dropout(self.out_proj(torch.cat([hidden, ctx, emb], dim=-1)))  # (…, d_emb)
         logits = out @ self.embed.weight.t()  # (…, V)
         if trace is not None:

@@ -78,9 +78,9 @@ def _export(out_dir, model, tokenizer, tc: RNNTrainConfig, corpora, state: Train
     rates = [h["tokens_per_s"] for h in state.history if h.get("tokens_per_s")]
     meta = {"name": f"{model.cfg.name}, Multi30k + Tatoeba {tc.src_lang}→{tc.tgt_lang}",
             "description": "A recurrent model for comparison with the Transformer: "
-                           + ("additive attention over the encoder states (Bahdanau et al., 2015)." if model.cfg.attention
-                              else "the decoder sees the source only through the encoder's last state "
-                                   "(Cho et al., 2014)."),
+                           + ("additive attention over the encoder states (Bahdanau et al., 2015)."
+                              if model.cfg.attention else "the decoder sees the source only through the encoder's "
+                                                          "last state (Cho et al., 2014)."),
             "src_lang": tc.src_lang, "tgt_lang": tc.tgt_lang, "history": state.history, "data": data,
             "training": {**asdict(tc), "selected_weights": f"best epoch by Multi30k val BLEU ({state.best_epoch})",
                          "stop_reason": reason, "wall_clock_minutes": round(state.elapsed_s / 60, 1),

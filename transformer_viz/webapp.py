@@ -301,6 +301,7 @@ def measured_speed(names: tuple[tuple[str, str, str], ...], lengths: tuple[int, 
     out = {}
     for label, arch, name in names:
         model = (get_rnn_checkpoint(name) if arch == "rnn" else get_checkpoint(name)).model
+        time_per_sentence(model, lengths[-1], repeats=1)  # warm-up (first calls set up kernels), not shown
         out[label] = [time_per_sentence(model, n) for n in lengths]
     return out
 
