@@ -234,3 +234,16 @@ def test_cli_translate_and_trace(trained, capsys):
     out = json.loads(capsys.readouterr().out)
     shapes, S, T = out["shapes"], len(out["source_tokens"]), len(out["target_tokens"])
     assert shapes["rnn.attn.weights"] == [1, T, S] and shapes["rnn.context"] == [1, 48]
+
+
+def test_the_time_budget_is_a_hard_limit(tmp_path, tokenizer):
+    """A run never starts a batch that would leave too little of the budget to validate (at first a validation
+    is assumed to take 2 minutes): with a 3-second budget nothing is trained and nothing is exported."""
+    from transformer_viz.train_rnn import RNNTrainConfig, train_rnn
+
+    pairs = {"train": synthetic_pairs(100), "val": synthetic_pairs(10, seed=1)}
+    tc = RNNTrainConfig(config="tiny", epochs=2, batch_tokens=600, tatoeba_copies=0, max_minutes=0.05, amp="off")
+    summary = train_rnn(tc, tmp_path / "run", out_dir=tmp_path / "ckpt", pairs=pairs, tokenizer=tokenizer,
+                        progress=False, log=lambda *_: None)
+    assert summary["history"] == [] and summary["steps"] == 0 and "time budget" in summary["stop_reason"]
+    assert not (tmp_path / "ckpt").exists()

@@ -100,6 +100,40 @@ def _learning_rate(tc: RNNTrainConfig, state: TrainState) -> float:
     return tc.lr * tc.lr_decay**misses
 
 
+def _train_epoch(model, optimizer, examples, batches: list[list[int]], tc: RNNTrainConfig, state: TrainState,
+                 progress: bool, may_go_on) -> tuple[float, int, int]:
+    """Teacher-forced updates over the batches while ``may_go_on()``. Returns (loss sum, target tokens,
+    batches done)."""
+    cfg = model.cfg
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(batches), desc=f"epoch {state.epoch + 1}", unit="batch", leave=False, mininterval=10.0)
+    loss_sum, token_sum, done, t_epoch = 0.0, 0, 0, time.time()
+    for idx in batches:
+        if not may_go_on():
+            break
+        batch = make_batch([examples[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id)
+        with _autocast(torch.device("cpu"), tc.amp):
+            logits = model(batch.src, batch.tgt_in)  # (B, T, V)
+        loss = label_smoothed_loss(logits, batch.tgt_out, tc.label_smoothing, cfg.pad_id)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), tc.clip)
+        optimizer.step()
+        state.step += 1
+        done += 1
+        loss_sum += loss.item() * batch.n_tokens
+        token_sum += batch.n_tokens
+        if bar:
+            bar.set_postfix(loss=f"{loss.item():.3f}", tok_s=f"{token_sum / (time.time() - t_epoch):.0f}")
+            bar.update(1)
+    if bar:
+        bar.close()
+    return loss_sum, token_sum, done
+
+
 def train_rnn(tc: RNNTrainConfig, run_dir: str | Path, data_dir=None, tatoeba_dir=None, out_dir=None,
               pairs: dict | None = None, tokenizer=None, progress: bool = True, log=print) -> dict:
     """Train (or resume) in ``run_dir``; export the best epoch (Multi30k val BLEU) to ``out_dir``."""
@@ -144,34 +178,12 @@ def train_rnn(tc: RNNTrainConfig, run_dir: str | Path, data_dir=None, tatoeba_di
         lr = _learning_rate(tc, state)
         for group in optimizer.param_groups:
             group["lr"] = lr
+        t_epoch = time.time()
         batches = token_batches(examples, tc.batch_tokens, shuffle=True, seed=tc.seed + state.epoch + 1)
-        bar = None
-        if progress:
-            from tqdm import tqdm
-
-            bar = tqdm(total=len(batches), desc=f"epoch {state.epoch + 1}", unit="batch", leave=False,
-                       mininterval=10.0)
-        loss_sum, token_sum, t_epoch, cut = 0.0, 0, time.time(), False
-        for n, idx in enumerate(batches):
-            if elapsed() + 1.3 * validate_s > budget:  # leave time to validate and save what was learnt
-                cut = True
-                break
-            batch = make_batch([examples[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id)
-            with _autocast(torch.device("cpu"), tc.amp):
-                logits = model(batch.src, batch.tgt_in)  # (B, T, V)
-            loss = label_smoothed_loss(logits, batch.tgt_out, tc.label_smoothing, cfg.pad_id)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), tc.clip)
-            optimizer.step()
-            state.step += 1
-            loss_sum += loss.item() * batch.n_tokens
-            token_sum += batch.n_tokens
-            if bar:
-                bar.set_postfix(loss=f"{loss.item():.3f}", tok_s=f"{token_sum / (time.time() - t_epoch):.0f}")
-                bar.update(1)
-        if bar:
-            bar.close()
+        # Stop taking batches when the next one would leave too little time to validate and save.
+        loss_sum, token_sum, done = _train_epoch(model, optimizer, examples, batches, tc, state, progress,
+                                                 lambda: elapsed() + 1.3 * validate_s <= budget)
+        cut = done < len(batches)
         epoch_s = time.time() - t_epoch
         if token_sum == 0:
             reason = f"time budget of {tc.max_minutes} minutes reached"
@@ -182,7 +194,7 @@ def train_rnn(tc: RNNTrainConfig, run_dir: str | Path, data_dir=None, tatoeba_di
         row = {"epoch": state.epoch, "step": state.step, "train_loss": loss_sum / token_sum,
                "val_loss": validation_loss(model, val_batches, torch.device("cpu"), tc.label_smoothing),
                "val_bleu": scores["val"], "lr": lr, "tokens_per_s": token_sum / max(epoch_s, 1e-9),
-               "epoch_s": epoch_s, "batches": n + (0 if cut else 1), "of_batches": len(batches)}
+               "epoch_s": epoch_s, "batches": done, "of_batches": len(batches)}
         validate_s = time.time() - t_val
         row["validate_s"] = validate_s
         row["elapsed_s"] = elapsed()
