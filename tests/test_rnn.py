@@ -247,3 +247,13 @@ def test_the_time_budget_is_a_hard_limit(tmp_path, tokenizer):
                         progress=False, log=lambda *_: None)
     assert summary["history"] == [] and summary["steps"] == 0 and "time budget" in summary["stop_reason"]
     assert not (tmp_path / "ckpt").exists()
+
+
+def test_the_sidebar_lists_transformers_and_the_rnn_page_its_own(checkpoint_dir, monkeypatch):
+    from transformer_viz import webapp
+
+    monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(checkpoint_dir.parent))
+    assert list(webapp.list_checkpoints()) == ["tiny"]
+    assert sorted(webapp.list_checkpoints("rnn")) == ["rnn-attn-de-en", "rnn-de-en"]
+    assert webapp.rnn_checkpoints("de", "en") == {"plain": "rnn-de-en", "attention": "rnn-attn-de-en"}
+    assert webapp.rnn_checkpoints("en", "de") == {}

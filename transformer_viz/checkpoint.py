@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     import torch
 
     from .model import Transformer
+    from .rnn import RNNConfig, RNNSeq2Seq
 
 WEIGHTS, CONFIG, METADATA, TOKENIZER_DIR, CARD = "model.safetensors", "config.json", "metadata.json", "tokenizer", "README.md"
 DTYPES = ("float32", "bfloat16")  # what a loaded model may compute in
@@ -42,9 +43,9 @@ class CheckpointError(RuntimeError):
 
 @dataclass
 class Checkpoint:
-    model: Transformer
+    model: Transformer | RNNSeq2Seq  # the recurrent models (rnn.py) offer what the engine uses of a Transformer
     tokenizer: object
-    config: ModelConfig
+    config: ModelConfig | RNNConfig
     metadata: dict = field(default_factory=dict)
     path: Path | None = None
     generation: GenerationDefaults = field(default_factory=GenerationDefaults)  # decoding defaults
