@@ -65,10 +65,18 @@ def sentence_trace(tiny_model):
 
 @pytest.fixture(scope="session")
 def checkpoint_dir(tmp_path_factory, tiny_model, tokenizer):
+    """The tiny Transformer, and beside it two tiny recurrent models (without and with attention) for the RNN
+    page; the sidebar lists the Transformer only."""
+    from transformer_viz.rnn import RNNSeq2Seq, preset as rnn_preset
+
     path = tmp_path_factory.mktemp("ckpt") / "tiny"
     save_checkpoint(path, tiny_model, tokenizer, {"name": "tiny test model", "src_lang": "de", "tgt_lang": "en",
                                                   "history": [{"epoch": 1, "step": 10, "train_loss": 5.0,
                                                                "val_loss": 5.1, "val_bleu": 1.0, "elapsed_s": 6}]})
+    for name, attention in (("rnn-de-en", False), ("rnn-attn-de-en", True)):
+        torch.manual_seed(1 + attention)
+        rnn = RNNSeq2Seq(rnn_preset("tiny", vocab_size=len(tokenizer), attention=attention)).eval()
+        save_checkpoint(path.parent / name, rnn, tokenizer, {"name": name, "src_lang": "de", "tgt_lang": "en"})
     return path
 
 

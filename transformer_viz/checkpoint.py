@@ -3,7 +3,8 @@
 Layout::
 
     DIR/model.safetensors   weights (float16 or float32), read with safetensors: no code is executed
-    DIR/config.json         ModelConfig, rebuilds the model
+    DIR/config.json         ModelConfig, rebuilds the model (or RNNConfig, marked "arch": "rnn": a recurrent
+                            encoder–decoder, see rnn.py)
     DIR/tokenizer/          the tokenizer, saved with save_pretrained (tokenizer.json is plain JSON)
     DIR/generation_config.json  decoding defaults (beam width, length penalty), transformers' format
     DIR/metadata.json       training data, hyper-parameters, per-epoch history, scores (the model card data)
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     import torch
 
     from .model import Transformer
+    from .rnn import RNNConfig, RNNSeq2Seq
 
 WEIGHTS, CONFIG, METADATA, TOKENIZER_DIR, CARD = "model.safetensors", "config.json", "metadata.json", "tokenizer", "README.md"
 DTYPES = ("float32", "bfloat16")  # what a loaded model may compute in
@@ -41,9 +43,9 @@ class CheckpointError(RuntimeError):
 
 @dataclass
 class Checkpoint:
-    model: Transformer
+    model: Transformer | RNNSeq2Seq  # the recurrent models (rnn.py) offer what the engine uses of a Transformer
     tokenizer: object
-    config: ModelConfig
+    config: ModelConfig | RNNConfig
     metadata: dict = field(default_factory=dict)
     path: Path | None = None
     generation: GenerationDefaults = field(default_factory=GenerationDefaults)  # decoding defaults
@@ -59,6 +61,22 @@ def state_dict_for_saving(model: Transformer) -> dict[str, torch.Tensor]:
         seen[tensor.data_ptr()] = name
         out[name] = tensor.detach().cpu().contiguous()
     return out
+
+
+def is_rnn_config(data: dict) -> bool:
+    """A config.json's contents describe a recurrent model (rnn.py) rather than a Transformer."""
+    return isinstance(data, dict) and data.get("arch", "transformer") == "rnn"
+
+
+def checkpoint_arch(directory: str | Path) -> str:
+    """"rnn" or "transformer", from config.json alone (no torch); "" when config.json cannot be read."""
+    try:
+        data = json.loads((Path(directory) / CONFIG).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    if not isinstance(data, dict):
+        return ""
+    return "rnn" if is_rnn_config(data) else "transformer"
 
 
 def save_checkpoint(directory: str | Path, model: Transformer, tokenizer, metadata: dict | None = None,
@@ -138,14 +156,47 @@ def validate_config(cfg: ModelConfig) -> None:
         raise CheckpointError("; ".join(problems))
 
 
-def load_config(directory: str | Path) -> ModelConfig:
+_RNN_LIMITS = {"vocab_size": (5, 1_000_000), "d_emb": (1, 8192), "d_hidden": (1, 8192), "max_len": (2, 65536),
+               "pad_id": (PAD, PAD), "bos_id": (BOS, BOS), "eos_id": (EOS, EOS), "unk_id": (UNK, UNK)}
+
+
+def validate_rnn_config(cfg) -> None:
+    """The recurrent model's fields, checked as :func:`validate_config` checks a Transformer's."""
+    problems = []
+    for name, (low, high) in _RNN_LIMITS.items():
+        value = getattr(cfg, name)
+        if isinstance(value, bool) or not isinstance(value, int):
+            problems.append(f"{name} must be an integer, not {value!r}")
+        elif not low <= value <= high:
+            problems.append(f"{name} = {value} is outside [{low}, {high}]")
+    if isinstance(cfg.dropout, bool) or not isinstance(cfg.dropout, (int, float)) or not 0.0 <= cfg.dropout < 1.0:
+        problems.append(f"dropout must be a number in [0, 1), not {cfg.dropout!r}")
+    if not isinstance(cfg.attention, bool):
+        problems.append(f"attention must be true or false, not {cfg.attention!r}")
+    if not problems:
+        d_in, d_h = cfg.d_emb + cfg.d_hidden, cfg.d_hidden
+        estimate = cfg.vocab_size * cfg.d_emb + 3 * (cfg.d_emb + d_h) * d_h + 3 * (d_in + d_h) * d_h + 3 * d_h * d_h
+        if estimate > _MAX_PARAMETERS:
+            problems.append(f"the model would have about {estimate:,} parameters, more than {_MAX_PARAMETERS:,}")
+    if problems:
+        raise CheckpointError("; ".join(problems))
+
+
+def load_config(directory: str | Path):
+    """The checkpoint's ModelConfig, or its RNNConfig when config.json says "arch": "rnn"."""
     path = Path(directory) / CONFIG
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(data, dict):
             raise ValueError(f"expected a JSON object, got {type(data).__name__}")
-        cfg = ModelConfig.from_dict(data)
-        validate_config(cfg)
+        if is_rnn_config(data):
+            from .rnn import RNNConfig
+
+            cfg = RNNConfig.from_dict(data)
+            validate_rnn_config(cfg)
+        else:
+            cfg = ModelConfig.from_dict(data)
+            validate_config(cfg)
     except FileNotFoundError:
         raise CheckpointError(f"{path.parent} has no {CONFIG}") from None
     except (json.JSONDecodeError, UnicodeDecodeError, TypeError, ValueError, ArithmeticError, CheckpointError,
@@ -209,10 +260,15 @@ def load_checkpoint(directory: str | Path, device: str | torch.device = "cpu", d
     _refuse_pickles(path)
     cfg = load_config(path)
     try:
-        model = Transformer(cfg)
+        if isinstance(cfg, ModelConfig):
+            model = Transformer(cfg)
+        else:
+            from .rnn import RNNSeq2Seq
+
+            model = RNNSeq2Seq(cfg)
     except (RuntimeError, ValueError, TypeError) as exc:
         raise CheckpointError(f"{path / CONFIG} describes a model that cannot be built: {exc}") from exc
-    tied = {"tgt_embed.weight", "src_embed.weight"} if cfg.tie_embeddings else set()
+    tied = {"tgt_embed.weight", "src_embed.weight"} if getattr(cfg, "tie_embeddings", False) else set()
     tensors = _read_weights(path / WEIGHTS, model.state_dict(), tied)
     model.load_state_dict({k: v.float() for k, v in tensors.items()}, strict=False)
     model.to(device=device, dtype=getattr(torch, dtype)).eval()
@@ -243,15 +299,41 @@ def load_metadata(directory: str | Path) -> dict:
         raise CheckpointError(str(exc)) from exc
 
 
-def model_card(cfg: ModelConfig, meta: dict) -> str:
+def _architecture_line(cfg) -> str:
+    if isinstance(cfg, ModelConfig):
+        return (f"- d_model {cfg.d_model}, d_ff {cfg.d_ff}, h {cfg.h}, N {cfg.N}, vocabulary {cfg.vocab_size}, "
+                f"dropout {cfg.dropout}, {'Pre' if cfg.pre_ln else 'Post'}-LN, tied embeddings: {cfg.tie_embeddings}")
+    return (f"- {cfg.name}: one-layer unidirectional GRU encoder and GRU decoder, d_emb {cfg.d_emb}, "
+            f"d_hidden {cfg.d_hidden}, vocabulary {cfg.vocab_size}, dropout {cfg.dropout}; "
+            + ("additive attention (Bahdanau et al., 2015) over the encoder states" if cfg.attention else
+               "no attention: the decoder sees the source only through the encoder's last state")
+            + "; embeddings shared by source, target and output")
+
+
+def _length_table(entry: dict | None) -> list[str]:
+    """The model card's "BLEU by source length" section (metadata's ``bleu_by_length``)."""
+    if not entry or not entry.get("buckets"):
+        return []
+    rows = entry["buckets"]
+    lines = ["## BLEU by source length", "",
+             f"{entry.get('split', '?')}, {entry.get('decoding', 'greedy')} decoding; sentences bucketed by their "
+             f"number of source {entry.get('tokens', 'subword tokens')}; sacreBLEU within each bucket "
+             f"(all sentences: {entry.get('bleu', float('nan')):.2f}). Written by "
+             f"`python -m transformer_viz bleu-by-length`.", "",
+             "| source tokens | " + " | ".join(str(r["bucket"]) for r in rows) + " |",
+             "|---|" + "---|" * len(rows),
+             "| sentences | " + " | ".join(str(r["sentences"]) for r in rows) + " |",
+             "| sacreBLEU | " + " | ".join("–" if r["bleu"] is None else f"{r['bleu']:.2f}" for r in rows) + " |", ""]
+    return lines
+
+
+def model_card(cfg, meta: dict) -> str:
     """A readable summary of metadata.json."""
     lines = [f"# {meta.get('name', 'transformer-viz checkpoint')}", ""]
     if meta.get("description"):
         lines += [meta["description"], ""]
     lines += ["## Model", "", f"- Parameters: {meta.get('parameters', '?'):,}" if isinstance(meta.get('parameters'), int)
-              else f"- Parameters: {meta.get('parameters', '?')}",
-              f"- d_model {cfg.d_model}, d_ff {cfg.d_ff}, h {cfg.h}, N {cfg.N}, vocabulary {cfg.vocab_size}, "
-              f"dropout {cfg.dropout}, {'Pre' if cfg.pre_ln else 'Post'}-LN, tied embeddings: {cfg.tie_embeddings}",
+              else f"- Parameters: {meta.get('parameters', '?')}", _architecture_line(cfg),
               f"- Weights stored as {meta.get('weights_dtype', 'float32')}", ""]
     for key, title in (("data", "Data"), ("training", "Training"), ("hardware", "Hardware")):
         if meta.get(key):
@@ -273,6 +355,7 @@ def model_card(cfg: ModelConfig, meta: dict) -> str:
                          f"{'' if rep is None else f'{100 * rep:.2f} %'} |")
         lines += ["", "sacreBLEU: cased, detokenized, 13a tokenization. A repetition is a token, or a loop of up "
                   "to three subwords, repeated four or more times in a row.", ""]
+    lines += _length_table(meta.get("bleu_by_length"))
     if meta.get("history"):
         both = any("tatoeba_dev_bleu" in h for h in meta["history"])
         titles = ["Multi30k val BLEU", "Tatoeba dev BLEU"] if both else ["val BLEU"]

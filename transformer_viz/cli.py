@@ -1,4 +1,5 @@
-"""Command line: ``python -m transformer_viz {translate,trace,shapes,train,evaluate,language-stats,download-data}``."""
+"""Command line: ``python -m transformer_viz {translate,trace,shapes,train,train-rnn,evaluate,bleu-by-length,
+language-stats,download-data}``."""
 
 from __future__ import annotations
 
@@ -144,6 +145,15 @@ def cmd_train(args) -> int:
     return 0
 
 
+def cmd_train_rnn(args) -> int:
+    from .train_rnn import RNNTrainConfig, train_rnn
+
+    tc = RNNTrainConfig(**{name: getattr(args, name) for name in RNNTrainConfig.__dataclass_fields__})
+    train_rnn(tc, args.run_dir, data_dir=args.data_dir, tatoeba_dir=args.tatoeba_dir, out_dir=args.out,
+              progress=not args.no_progress)
+    return 0
+
+
 def cmd_evaluate(args) -> int:
     from .data import read_any_split
     from .evaluate import evaluate_split
@@ -166,6 +176,36 @@ def cmd_evaluate(args) -> int:
 
         record_scores(args.checkpoint, report)
     print(json.dumps(report, indent=1))
+    return 0
+
+
+def cmd_bleu_by_length(args) -> int:
+    """Greedy sacreBLEU by source-length bucket, for one or more checkpoints on the same split."""
+    from .data import read_any_split
+    from .evaluate import bleu_by_length, evaluate_split, record_bleu_by_length, record_scores
+
+    if args.record and args.limit:
+        print("error: --record needs the whole split (no --limit)", file=sys.stderr)
+        return 2
+    results = []
+    for path in args.checkpoint:
+        ckpt = _load(path, device=args.device)
+        src_lang, tgt_lang = ckpt.metadata.get("src_lang", "de"), ckpt.metadata.get("tgt_lang", "en")
+        pairs = read_any_split(args.split, src_lang, tgt_lang, args.data_dir, args.tatoeba_dir,
+                               limit=args.limit or None)
+        report, hyps = evaluate_split(ckpt, pairs, args.split, 1, 0.0, progress=not args.no_progress)
+        entry = {"split": args.split, "decoding": "greedy", "tokens": "subword tokens (the model's tokenizer, "
+                 "without </s>)", "sentences": len(pairs), "bleu": report["bleu"],
+                 "buckets": bleu_by_length(ckpt.tokenizer, pairs, hyps)}
+        if args.record:
+            record_bleu_by_length(path, entry)
+            record_scores(path, report)
+        results.append({"checkpoint": str(path), "model": ckpt.metadata.get("name", ""), **entry})
+        print(json.dumps(results[-1]), file=sys.stderr)
+    text = json.dumps(results, indent=1, ensure_ascii=False)
+    if args.output:
+        Path(args.output).write_text(text + "\n")
+    print(text)
     return 0
 
 
@@ -295,7 +335,11 @@ def _decoding_flags(p: argparse.ArgumentParser) -> None:
 # TrainConfig fields as flags (--src-lang is --src, --config takes a preset name); defaults live in the dataclass.
 TRAIN_FLAG_NAMES = {"src_lang": "--src", "tgt_lang": "--tgt"}
 TRAIN_FLAG_HELP = {
-    "config": "model preset (base, small, tiny)",
+    "config": "model preset (base, small, tiny; for train-rnn: rnn, rnn-attn, tiny)",
+    "lr": "Adam's learning rate (train-rnn)",
+    "lr_decay": "factor applied to the learning rate after an epoch without a better validation BLEU",
+    "clip": "gradient-norm clipping",
+    "tokenizer": "tokenizer directory (the shipped de-en Transformer's, so the models share one vocabulary)",
     "model_overrides": 'JSON changes to the preset, e.g. \'{"dropout": 0.2}\'',
     "max_minutes": "stop after the epoch that would pass this wall-clock budget (0: no limit)",
     "multi30k_copies": "times Multi30k's training pairs appear in one epoch",
@@ -334,6 +378,32 @@ def _training_commands(sub) -> None:
     p.add_argument("--no-progress", action="store_true")
     _dataclass_flags(p, TrainConfig, TRAIN_FLAG_NAMES)
     p.set_defaults(func=cmd_train)
+
+    from .train_rnn import RNNTrainConfig
+
+    p = sub.add_parser("train-rnn", help="train a GRU encoder-decoder (--config rnn) or the same with "
+                                         "attention (--config rnn-attn) with the de-en tokenizer")
+    p.add_argument("--data-dir", help=f"Multi30k directory (or set {DATA_DIR_ENV})")
+    p.add_argument("--tatoeba-dir", help=f"Tatoeba directory (or set {TATOEBA_DIR_ENV})")
+    p.add_argument("--run-dir", required=True, help="working directory: tokenizer, resumable state, logs")
+    p.add_argument("--out", help="export the best epoch here as a checkpoint directory (after every better epoch)")
+    p.add_argument("--no-progress", action="store_true")
+    _dataclass_flags(p, RNNTrainConfig, TRAIN_FLAG_NAMES)
+    p.set_defaults(func=cmd_train_rnn)
+
+    p = sub.add_parser("bleu-by-length", help="greedy sacreBLEU by source-length bucket (<= 10, 11-15, 16-20, "
+                                              "21-25, > 25 subword tokens) for one or more checkpoints")
+    p.add_argument("--checkpoint", action="append", required=True, help="checkpoint directory (repeat for more)")
+    p.add_argument("--split", default="test_2016_flickr", choices=SPLITS + TATOEBA_SPLITS)
+    p.add_argument("--data-dir", help=f"Multi30k directory (or set {DATA_DIR_ENV})")
+    p.add_argument("--tatoeba-dir", help=f"Tatoeba directory (or set {TATOEBA_DIR_ENV})")
+    p.add_argument("--limit", type=int, default=0, help="only the first n sentences (quick checks)")
+    p.add_argument("--output", help="also write the JSON here")
+    p.add_argument("--record", action="store_true",
+                   help="store the result in each checkpoint's metadata.json and model card")
+    p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_bleu_by_length)
 
     p = sub.add_parser("select-decoding", help="choose the beam's length penalty α on validation data; "
                                                "writes generation_config.json and records the scores")

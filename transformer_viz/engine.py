@@ -225,3 +225,24 @@ def teacher_forcing_losses(logits: torch.Tensor, expected_ids: list[int], smooth
     nll = F.cross_entropy(logits, target, reduction="none")  # (T,)
     smoothed = label_smoothed_loss(logits[None], target[None], smoothing, pad_id)
     return {"p": torch.exp(-nll).numpy(), "nll": nll.numpy(), "ce": float(nll.mean()), "smoothed": float(smoothed)}
+
+
+@torch.no_grad()
+def time_per_sentence(model, length: int, repeats: int = 3) -> float:
+    """Seconds to translate one sentence of ``length`` source tokens into ``length`` tokens, greedily, by
+    incremental decoding (the Transformer's with its key/value cache), the best of ``repeats``. The output
+    length is fixed (no stop at </s>), so models compare on the same work whatever they would write."""
+    import time
+
+    device = next(model.parameters()).device
+    src = (4 + torch.arange(length, device=device) % 50)[None]  # (1, S): ordinary tokens …
+    src[0, -1] = EOS  # … ending in </s>
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        state = model.start_state(src)
+        last = torch.full((1,), BOS, dtype=torch.long, device=device)
+        for _ in range(length):
+            last = model.decode_step(last, state).argmax(dim=-1)  # (1,)
+        best = min(best, time.perf_counter() - start)
+    return best

@@ -137,3 +137,40 @@ def select_length_penalty(ckpt, sets: dict[str, list[tuple[str, str]]], beam_siz
         if mean > best:
             best, best_alpha = mean, alpha
     return best_alpha, rows
+
+
+# --- BLEU by source length: the bottleneck, measured (Bahdanau et al., 2015, Figure 2) -------------------
+
+LENGTH_BUCKETS = ((1, 10), (11, 15), (16, 20), (21, 25), (26, None))  # source subword tokens, </s> not counted
+
+
+def bucket_label(low: int, high: int | None) -> str:
+    return f"≤ {high}" if low <= 1 else (f"> {low - 1}" if high is None else f"{low}–{high}")
+
+
+def bleu_by_length(tokenizer, pairs: list[tuple[str, str]], hypotheses: list[str],
+                   buckets=LENGTH_BUCKETS) -> list[dict]:
+    """sacreBLEU (corpus-level, within each bucket) of the hypotheses, with the sentences bucketed by the
+    number of subword tokens of their source (the tokens the models read, without </s>)."""
+    lengths = [len(ids) for ids in tokenizer([s for s, _ in pairs], add_special_tokens=False)["input_ids"]]
+    rows = []
+    for low, high in buckets:
+        chosen = [i for i, n in enumerate(lengths) if n >= low and (high is None or n <= high)]
+        bleu = score([hypotheses[i] for i in chosen], [pairs[i][1] for i in chosen]).bleu if chosen else None
+        rows.append({"bucket": bucket_label(low, high), "min_tokens": low, "max_tokens": high,
+                     "sentences": len(chosen), "bleu": bleu})
+    return rows
+
+
+def record_bleu_by_length(checkpoint_dir, entry: dict) -> None:
+    """Store one bucketed-BLEU result in metadata.json (key ``bleu_by_length``) and rewrite the model card."""
+    import json
+    from pathlib import Path
+
+    from .checkpoint import CARD, METADATA, load_config, model_card
+
+    directory = Path(checkpoint_dir)
+    meta = json.loads((directory / METADATA).read_text())
+    meta["bleu_by_length"] = entry
+    (directory / METADATA).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+    (directory / CARD).write_text(model_card(load_config(directory), meta))

@@ -1,9 +1,10 @@
 """The app's pages, in navigation order: the one list that app.py, the tests and the benchmarks read.
 
-The order is the lecture's: the inputs (tokens, embeddings, positions), attention (self-attention, its
-mask and heads), the encoder (Add & Norm, feed-forward), the decoder (cross-attention, the output), the
-masks tried out, then training (teacher forcing) before inference (decoding). Shapes, a reference for
-every step, comes last.
+The order is the lecture's: after the overview, where the Transformer came from (recurrent
+encoder–decoders), then the inputs (tokens, embeddings, positions), attention (self-attention, its mask
+and heads), the encoder (Add & Norm, feed-forward), the decoder (cross-attention, the output), the masks
+tried out, then training (teacher forcing) before inference (decoding). Shapes, a reference for every
+step, comes last.
 
 Before them all, the Lecture: the whole lecture as a guided walkthrough, one step per idea, each linking to
 the page that shows it in full. The root URL still opens the Overview (DEFAULT_PAGE): it is what a student
@@ -29,6 +30,7 @@ class Page:
 PAGES: tuple[Page, ...] = (
     Page("app_pages/lecture.py", "Lecture", "lecture"),
     Page("app_pages/overview.py", "Overview & translation", "overview"),
+    Page("app_pages/rnn.py", "Before the Transformer: RNNs", "rnn"),
     Page("app_pages/tokens.py", "Tokens & embeddings", "tokens"),
     Page("app_pages/positional.py", "Positional encoding", "positional"),
     Page("app_pages/attention.py", "Attention, step by step", "attention"),

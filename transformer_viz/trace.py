@@ -197,7 +197,28 @@ def names_markdown() -> str:
         generic = name.replace(".0.", ".{i}.")
         hook = transformerlens_hook(generic)
         rows.append(f"| `{generic}` | {shape} | {formula} | {f'`{hook}`' if hook else '—'} |")
-    return _DOC_HEAD + "\n".join(rows) + "\n"
+    return _DOC_HEAD + "\n".join(rows) + "\n" + rnn_names_markdown()
+
+
+_RNN_DOC_HEAD = """
+## The recurrent encoder–decoders (rnn.py)
+
+Every name that `RNNSeq2Seq.forward(src, tgt, trace=Trace())` records (the checkpoints `rnn-de-en` and
+`rnn-attn-de-en`; `python -m transformer_viz trace --checkpoint checkpoints/rnn-attn-de-en …`), in order.
+`rnn.attn.*` only with attention. Dimensions: d_hidden the GRU state width, d_emb the embedding width;
+E is the embedding matrix that source, target and output share. TransformerLens has no recurrent models.
+
+| name | shape | formula / meaning |
+|---|---|---|
+"""
+
+
+def rnn_names_markdown() -> str:
+    """The RNN section of docs/trace_names.md, from :func:`transformer_viz.rnn.trace_names`."""
+    from .rnn import trace_names as rnn_trace_names
+
+    return _RNN_DOC_HEAD + "\n".join(f"| `{name}` | {shape} | {formula} |" for name, shape, formula
+                                     in rnn_trace_names(attention=True)) + "\n"
 
 
 if __name__ == "__main__":

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from .checks import LanguageStats, check_language, direction_name, input_warnings, language_name, load_language_stats
-from .checkpoint import (CONFIG, TOKENIZER_DIR, WEIGHTS, Checkpoint, CheckpointError, load_checkpoint, load_config,
-                         load_metadata)
+from .checkpoint import (CONFIG, TOKENIZER_DIR, WEIGHTS, Checkpoint, CheckpointError, checkpoint_arch,
+                         load_checkpoint, load_config, load_metadata)
 from .config import ModelConfig
 from .generation import GenerationDefaults, load_generation_defaults
 from .tokenizer import DEFAULT_MAX_CHARS, InputError
@@ -104,10 +104,12 @@ def _safe_name(name: str) -> bool:
     return bool(name) and not name.startswith(".") and ".." not in name and name.isprintable()
 
 
-def list_checkpoints() -> dict[str, Path]:
-    """Checkpoint name -> directory. Only directories inside the configured roots; a symlink that
-    leads outside its root (the directory itself, or its config, weights or tokenizer) is ignored,
-    as are hidden names and names with "..". Pages choose by name, never by a typed path."""
+def list_checkpoints(arch: str = "transformer") -> dict[str, Path]:
+    """Checkpoint name -> directory, for the Transformers (the sidebar's models, which every page but one
+    assumes) or, with ``arch="rnn"``, the recurrent models that the RNN page loads itself; config.json says
+    which (see :func:`~transformer_viz.checkpoint.checkpoint_arch`). Only directories inside the configured
+    roots; a symlink that leads outside its root (the directory itself, or its config, weights or tokenizer)
+    is ignored, as are hidden names and names with "..". Pages choose by name, never by a typed path."""
     found: dict[str, Path] = {}
     for root in checkpoint_roots():
         try:
@@ -119,7 +121,9 @@ def list_checkpoints() -> dict[str, Path]:
                 if path.name in found or not _safe_name(path.name) or not _inside(path, real_root):
                     continue
                 parts = [path / CONFIG, path / WEIGHTS, path / TOKENIZER_DIR]
-                if (path / CONFIG).is_file() and all(not p.exists() or _inside(p, real_root) for p in parts):
+                if (path / CONFIG).is_file() and all(not p.exists() or _inside(p, real_root) for p in parts) \
+                        and checkpoint_arch(path) in {arch, "" if arch == "transformer" else arch}:
+                    # An unreadable config.json stays in the sidebar's list: loading it says what is wrong.
                     found[path.name] = path.resolve()
         except OSError:  # an unreadable root or a symlink loop: skip it, the others still count
             continue
@@ -229,6 +233,77 @@ def model_card_text(name: str) -> str:
     """The checkpoint's model card (README.md), or an empty string."""
     path = list_checkpoints()[name] / "README.md"
     return path.read_text(encoding="utf-8") if path.is_file() else ""
+
+
+# --- the recurrent models (the RNN page loads them itself; the sidebar lists Transformers only) -----------
+
+def rnn_checkpoints(src_lang: str = "de", tgt_lang: str = "en") -> dict[str, str]:
+    """{"plain": name, "attention": name} of the recurrent checkpoints for this direction (first by name)."""
+    return _rnn_checkpoints(tuple(checkpoint_roots()), src_lang, tgt_lang)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _rnn_checkpoints(roots: tuple[Path, ...], src_lang: str, tgt_lang: str) -> dict[str, str]:
+    # The roots are part of the key: the answer is read from them once per process.
+    found: dict[str, str] = {}
+    for name, path in sorted(list_checkpoints("rnn").items()):
+        try:
+            cfg, metadata = load_config(path), load_metadata(path)
+        except CheckpointError:
+            continue
+        if (metadata.get("src_lang", "de"), metadata.get("tgt_lang", "en")) == (src_lang, tgt_lang):
+            found.setdefault("attention" if cfg.attention else "plain", name)
+    return found
+
+
+def transformer_for(src_lang: str, tgt_lang: str) -> str | None:
+    """The (first) Transformer checkpoint that translates src_lang → tgt_lang."""
+    for name in sorted(list_checkpoints()):
+        try:
+            metadata = checkpoint_info(name)[1]
+        except CheckpointError:
+            continue
+        if (metadata.get("src_lang"), metadata.get("tgt_lang")) == (src_lang, tgt_lang):
+            return name
+    return None
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def rnn_metadata(name: str) -> dict:
+    """A recurrent checkpoint's metadata.json (its model card's data), without loading the model."""
+    return load_metadata(list_checkpoints("rnn")[name])
+
+
+@st.cache_resource(show_spinner="Loading the recurrent model…", max_entries=4)
+def get_rnn_checkpoint(name: str) -> Checkpoint:
+    """A recurrent model, once per process, shared by every session: never mutate it."""
+    available = list_checkpoints("rnn")
+    if name not in available:
+        raise CheckpointError(f"unknown recurrent checkpoint {name!r}")
+    configure_torch_threads()
+    return load_checkpoint(available[name])
+
+
+@st.cache_resource(show_spinner="Running the recurrent model…", max_entries=32, ttl=3600)
+def get_rnn_run(name: str, sentence: str) -> SentenceRun:
+    """A recurrent model's greedy translation of the sentence with its trace, run once and shared read-only."""
+    from .engine import run_sentence
+
+    return run_sentence(get_rnn_checkpoint(name), sentence, top_k=5)
+
+
+@st.cache_resource(show_spinner="Timing the models on this server…", max_entries=4)
+def measured_speed(names: tuple[tuple[str, str, str], ...], lengths: tuple[int, ...]) -> dict[str, list[float]]:
+    """Seconds per sentence at each length for each (label, "rnn" or "transformer", checkpoint name),
+    measured once per server process (:func:`~transformer_viz.engine.time_per_sentence`)."""
+    from .engine import time_per_sentence
+
+    out = {}
+    for label, arch, name in names:
+        model = (get_rnn_checkpoint(name) if arch == "rnn" else get_checkpoint(name)).model
+        time_per_sentence(model, lengths[-1], repeats=1)  # warm-up (first calls set up kernels), not shown
+        out[label] = [time_per_sentence(model, n) for n in lengths]
+    return out
 
 
 # A trace of a typical sentence (~15 tokens, small model) is a few MB, dominated by logits and probs
