@@ -365,38 +365,45 @@ def _dataclass_flags(p: argparse.ArgumentParser, cls, names: dict[str, str]) -> 
                        help=f"{TRAIN_FLAG_HELP.get(f.name, f.name.replace('_', ' '))} (default: {default!r})")
 
 
+def _data_flags(p: argparse.ArgumentParser, tatoeba_help: str = "") -> None:
+    from .data import DATA_DIR_ENV, TATOEBA_DIR_ENV
+
+    p.add_argument("--data-dir", help=f"Multi30k directory (or set {DATA_DIR_ENV})")
+    p.add_argument("--tatoeba-dir", help=f"Tatoeba directory{tatoeba_help} (or set {TATOEBA_DIR_ENV})")
+
+
+def _run_flags(p: argparse.ArgumentParser, out_help: str) -> None:
+    """What both training commands take besides their configuration's fields."""
+    _data_flags(p)
+    p.add_argument("--run-dir", required=True, help="working directory: tokenizer, resumable state, logs")
+    p.add_argument("--out", help=out_help)
+    p.add_argument("--no-progress", action="store_true")
+
+
 def _training_commands(sub) -> None:
-    from .data import DATA_DIR_ENV, SPLITS, TATOEBA_DIR_ENV, TATOEBA_SPLITS
     from .train import TrainConfig
+    from .train_rnn import RNNTrainConfig
 
     p = sub.add_parser("train", help="train on Multi30k (and Tatoeba, with --tatoeba-copies)")
-    p.add_argument("--data-dir", help=f"Multi30k directory (or set {DATA_DIR_ENV})")
-    p.add_argument("--tatoeba-dir", help=f"Tatoeba directory (or set {TATOEBA_DIR_ENV}; default: "
-                                         f"'tatoeba' beside the Multi30k directory)")
-    p.add_argument("--run-dir", required=True, help="working directory: tokenizer, resumable state, logs")
-    p.add_argument("--out", help="write the selected model here as a checkpoint directory")
-    p.add_argument("--no-progress", action="store_true")
+    _run_flags(p, "write the selected model here as a checkpoint directory")
     _dataclass_flags(p, TrainConfig, TRAIN_FLAG_NAMES)
     p.set_defaults(func=cmd_train)
 
-    from .train_rnn import RNNTrainConfig
-
     p = sub.add_parser("train-rnn", help="train a GRU encoder-decoder (--config rnn) or the same with "
                                          "attention (--config rnn-attn) with the de-en tokenizer")
-    p.add_argument("--data-dir", help=f"Multi30k directory (or set {DATA_DIR_ENV})")
-    p.add_argument("--tatoeba-dir", help=f"Tatoeba directory (or set {TATOEBA_DIR_ENV})")
-    p.add_argument("--run-dir", required=True, help="working directory: tokenizer, resumable state, logs")
-    p.add_argument("--out", help="export the best epoch here as a checkpoint directory (after every better epoch)")
-    p.add_argument("--no-progress", action="store_true")
+    _run_flags(p, "export the best epoch here as a checkpoint directory (after every better epoch)")
     _dataclass_flags(p, RNNTrainConfig, TRAIN_FLAG_NAMES)
     p.set_defaults(func=cmd_train_rnn)
+
+
+def _scoring_commands(sub) -> None:
+    from .data import SPLITS, TATOEBA_SPLITS
 
     p = sub.add_parser("bleu-by-length", help="greedy sacreBLEU by source-length bucket (<= 10, 11-15, 16-20, "
                                               "21-25, > 25 subword tokens) for one or more checkpoints")
     p.add_argument("--checkpoint", action="append", required=True, help="checkpoint directory (repeat for more)")
     p.add_argument("--split", default="test_2016_flickr", choices=SPLITS + TATOEBA_SPLITS)
-    p.add_argument("--data-dir", help=f"Multi30k directory (or set {DATA_DIR_ENV})")
-    p.add_argument("--tatoeba-dir", help=f"Tatoeba directory (or set {TATOEBA_DIR_ENV})")
+    _data_flags(p)
     p.add_argument("--limit", type=int, default=0, help="only the first n sentences (quick checks)")
     p.add_argument("--output", help="also write the JSON here")
     p.add_argument("--record", action="store_true",
@@ -408,8 +415,7 @@ def _training_commands(sub) -> None:
     p = sub.add_parser("select-decoding", help="choose the beam's length penalty α on validation data; "
                                                "writes generation_config.json and records the scores")
     p.add_argument("--checkpoint", required=True)
-    p.add_argument("--data-dir", help=f"Multi30k directory (or set {DATA_DIR_ENV})")
-    p.add_argument("--tatoeba-dir", help=f"Tatoeba directory (or set {TATOEBA_DIR_ENV})")
+    _data_flags(p)
     p.add_argument("--splits", nargs="+", default=["val", "tatoeba_dev"], choices=SPLITS + TATOEBA_SPLITS,
                    help="validation sets; never a test set")
     p.add_argument("--beam", type=_beam_width, default=5)
@@ -422,8 +428,7 @@ def _training_commands(sub) -> None:
 
     p = sub.add_parser("evaluate", help="BLEU, chrF and the repetition rate of a checkpoint on a split")
     p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT))
-    p.add_argument("--data-dir", help=f"Multi30k directory (or set {DATA_DIR_ENV})")
-    p.add_argument("--tatoeba-dir", help=f"Tatoeba directory, for the tatoeba_* splits (or set {TATOEBA_DIR_ENV})")
+    _data_flags(p, ", for the tatoeba_* splits")
     p.add_argument("--split", default="test_2016_flickr", choices=SPLITS + TATOEBA_SPLITS)
     p.add_argument("--src")
     p.add_argument("--tgt")
@@ -462,6 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_shapes)
 
     _training_commands(sub)
+    _scoring_commands(sub)
 
     from .data import SPLITS, TATOEBA_SPLITS
 

@@ -134,16 +134,11 @@ def _train_epoch(model, optimizer, examples, batches: list[list[int]], tc: RNNTr
     return loss_sum, token_sum, done
 
 
-def train_rnn(tc: RNNTrainConfig, run_dir: str | Path, data_dir=None, tatoeba_dir=None, out_dir=None,
-              pairs: dict | None = None, tokenizer=None, progress: bool = True, log=print) -> dict:
-    """Train (or resume) in ``run_dir``; export the best epoch (Multi30k val BLEU) to ``out_dir``."""
-    from safetensors.torch import load_file, save_file
-
+def _start(tc: RNNTrainConfig, run_dir: Path, data_dir, tatoeba_dir, pairs, tokenizer, log):
+    """Tokenizer (the Transformer's, copied into the run), corpora, model, optimizer and the resumed state."""
     from .tokenizer import load_tokenizer
 
-    run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    t_start = time.time()
     if tc.threads:
         torch.set_num_threads(tc.threads)
     random.seed(tc.seed)
@@ -154,16 +149,48 @@ def train_rnn(tc: RNNTrainConfig, run_dir: str | Path, data_dir=None, tatoeba_di
         tokenizer = load_tokenizer(run_dir / "tokenizer")
     corpora = _corpora(tc, data_dir, tatoeba_dir, pairs)
     model = RNNSeq2Seq(preset(tc.config, vocab_size=len(tokenizer), **tc.model_overrides))
-    cfg = model.cfg
     optimizer = torch.optim.Adam(model.parameters(), lr=tc.lr)
     (run_dir / "train_config.json").write_text(json.dumps(asdict(tc), indent=2))
     state = TrainState.from_dict(load_train_state(run_dir, model, optimizer))
     if state.epoch:
         log(f"resuming after epoch {state.epoch}, step {state.step}")
+    return tokenizer, corpora, model, optimizer, state
+
+
+def _validation_batches(tokenizer, corpora, cfg, batch_tokens: int) -> list:
+    """Multi30k val in batches, for the validation loss."""
+    examples = encode_pairs(tokenizer, corpora.validation["val"], cfg.max_len)
+    return [make_batch([examples[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id)
+            for idx in token_batches(examples, batch_tokens, shuffle=False)]
+
+
+def _record_epoch(row: dict, model, optimizer, tokenizer, tc: RNNTrainConfig, corpora, state: TrainState,
+                  run_dir: Path, out_dir, log) -> None:
+    """Append the epoch's row; keep (and export) the weights when validation BLEU improved; save the state."""
+    from safetensors.torch import save_file
+
+    state.history.append(row)
+    state.elapsed_s = row["elapsed_s"]
+    log(json.dumps(row))
+    improved = row["val_bleu"] > state.best_bleu
+    if improved:
+        state.best_bleu, state.best_epoch = row["val_bleu"], state.epoch
+        save_file(state_dict_for_saving(model), str(run_dir / "best.safetensors"))
+    save_train_state(run_dir, model, optimizer, asdict(state))
+    if improved and out_dir:
+        _export(out_dir, model, tokenizer, tc, corpora, state, "still training")
+
+
+def train_rnn(tc: RNNTrainConfig, run_dir: str | Path, data_dir=None, tatoeba_dir=None, out_dir=None,
+              pairs: dict | None = None, tokenizer=None, progress: bool = True, log=print) -> dict:
+    """Train (or resume) in ``run_dir``; export the best epoch (Multi30k val BLEU) to ``out_dir``."""
+    from safetensors.torch import load_file
+
+    run_dir, t_start = Path(run_dir), time.time()
+    tokenizer, corpora, model, optimizer, state = _start(tc, run_dir, data_dir, tatoeba_dir, pairs, tokenizer, log)
+    cfg = model.cfg
     examples = encode_pairs(tokenizer, corpora.train, cfg.max_len)
-    val_examples = encode_pairs(tokenizer, corpora.validation["val"], cfg.max_len)
-    val_batches = [make_batch([val_examples[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id)
-                   for idx in token_batches(val_examples, tc.batch_tokens, shuffle=False)]
+    val_batches = _validation_batches(tokenizer, corpora, cfg, tc.batch_tokens)
     log(f"model: {cfg.name}, {model.num_parameters():,} parameters, d_emb {cfg.d_emb}, d_hidden {cfg.d_hidden}; "
         f"{len(examples)} training pairs per epoch {corpora.sizes}; budget {tc.max_minutes} min")
     budget = tc.max_minutes * 60 if tc.max_minutes else float("inf")
@@ -183,7 +210,6 @@ def train_rnn(tc: RNNTrainConfig, run_dir: str | Path, data_dir=None, tatoeba_di
         # Stop taking batches when the next one would leave too little time to validate and save.
         loss_sum, token_sum, done = _train_epoch(model, optimizer, examples, batches, tc, state, progress,
                                                  lambda: elapsed() + 1.3 * validate_s <= budget)
-        cut = done < len(batches)
         epoch_s = time.time() - t_epoch
         if token_sum == 0:
             reason = f"time budget of {tc.max_minutes} minutes reached"
@@ -196,19 +222,9 @@ def train_rnn(tc: RNNTrainConfig, run_dir: str | Path, data_dir=None, tatoeba_di
                "val_bleu": scores["val"], "lr": lr, "tokens_per_s": token_sum / max(epoch_s, 1e-9),
                "epoch_s": epoch_s, "batches": done, "of_batches": len(batches)}
         validate_s = time.time() - t_val
-        row["validate_s"] = validate_s
-        row["elapsed_s"] = elapsed()
-        state.history.append(row)
-        state.elapsed_s = row["elapsed_s"]
-        log(json.dumps(row))
-        improved = row["val_bleu"] > state.best_bleu
-        if improved:
-            state.best_bleu, state.best_epoch = row["val_bleu"], state.epoch
-            save_file(state_dict_for_saving(model), str(run_dir / "best.safetensors"))
-        save_train_state(run_dir, model, optimizer, asdict(state))
-        if improved and out_dir:
-            _export(out_dir, model, tokenizer, tc, corpora, state, "still training")
-        if cut or elapsed() + 1.3 * validate_s + 60 > budget:
+        _record_epoch({**row, "validate_s": validate_s, "elapsed_s": elapsed()}, model, optimizer, tokenizer, tc,
+                      corpora, state, run_dir, out_dir, log)
+        if done < len(batches) or elapsed() + 1.3 * validate_s + 60 > budget:
             reason = f"time budget of {tc.max_minutes} minutes reached"
             break
         if state.epoch - state.best_epoch >= tc.patience:
