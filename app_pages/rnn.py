@@ -22,8 +22,10 @@ sel, _ = webapp.page_header(
     "vector for the whole sentence. Attention (Bahdanau et al., 2015) lets every decoder step look back at "
     "all encoder states; the Transformer then dropped the recurrence, and with it the S + T steps that "
     "must run one after another.",
-    r"H_s = \mathrm{GRU}(E[x_s], H_{s-1}),\quad c = H_S,\quad s_t = \mathrm{GRU}([E[y_{t-1}];\, c_t], s_{t-1}),"
-    r"\quad c_t = \begin{cases} c & \text{no attention} \\ \sum_s \alpha_{ts} H_s & \text{attention}\end{cases}",
+    r"\begin{gathered}H_s = \mathrm{GRU}(E[x_s], H_{s-1}),\quad c = H_S,\\ "
+    r"s_t = \mathrm{GRU}([E[y_{t-1}];\, c_t], s_{t-1}),\quad "
+    r"c_t = \begin{cases} c & \text{no attention} \\ \sum_s \alpha_{ts} H_s & \text{attention}\end{cases}"
+    r"\end{gathered}",
     run=False)
 names = webapp.rnn_checkpoints("de", "en")
 if set(names) != {"plain", "attention"}:

@@ -333,6 +333,20 @@ def open_step_number(pg, labels: list[str], n: int) -> None:
     assert tab.get_attribute("aria-selected") == "true"
 
 
+def every_step(pg, open_one):
+    """Open every page (``open_one(info)``) and each of its steps in turn; yields (page info, step index,
+    step label or None for a page without steps) while that step is open and drawn."""
+    for info in app_pages():
+        open_one(info)
+        labels = step_labels(pg) or [None]
+        for n, label in enumerate(labels):
+            if label is not None:
+                open_step_number(pg, labels, n)
+            yield info, n, label
+        if len(labels) > 1:
+            open_step_number(pg, labels, 0)  # the next visit of this page starts from its first step
+
+
 def test_nothing_is_cut_off_at_projector_size(projector_page):
     """At 1280 × 720, on every page and every step of it: a screenshot each (kept in SCREENSHOTS), no
     formula, tab bar or table wider than its container, and the block diagrams' labels inside their boxes."""
@@ -342,25 +356,18 @@ def test_nothing_is_cut_off_at_projector_size(projector_page):
     print(f"\nscreenshots at {PROJECTOR[0]}×{PROJECTOR[1]}: {SCREENSHOTS}")
     commit_sentence(pg, "ein mann spielt im park .")
     cut, shots, diagrams = [], [], 0
-    for info in app_pages():
-        open_page(pg, info["title"])
-        labels = step_labels(pg) or [None]
-        for n, label in enumerate(labels):
-            if label is not None:
-                open_step_number(pg, labels, n)
-            where = info["title"] + (f" / {label}" if label else "")
-            assert_page_healthy(pg, where)
-            shot = SCREENSHOTS / (f"{info['url_path']}-{n + 1}.png" if label else f"{info['url_path']}.png")
-            if label is not None:  # the step's own content, not the page's header, fills the picture
-                pg.locator('[data-testid="stMain"] [role="tablist"]').first.evaluate(SCROLL_TO_JS)
-            save_screenshot(pg, shot)
-            shots.append(shot)
-            cut += [f"{where}: {problem}" for problem in pg.evaluate(OVERFLOW_JS)]
-            drawn = pg.evaluate(DIAGRAM_TEXT_JS)
-            diagrams += drawn["diagrams"]
-            cut += [f"{where}: {problem}" for problem in drawn["problems"]]
-        if len(labels) > 1:
-            open_step_number(pg, labels, 0)  # the next visit of this page starts from its first step
+    for info, n, label in every_step(pg, lambda info: open_page(pg, info["title"])):
+        where = info["title"] + (f" / {label}" if label else "")
+        assert_page_healthy(pg, where)
+        shot = SCREENSHOTS / (f"{info['url_path']}-{n + 1}.png" if label else f"{info['url_path']}.png")
+        if label is not None:  # the step's own content, not the page's header, fills the picture
+            pg.locator('[data-testid="stMain"] [role="tablist"]').first.evaluate(SCROLL_TO_JS)
+        save_screenshot(pg, shot)
+        shots.append(shot)
+        cut += [f"{where}: {problem}" for problem in pg.evaluate(OVERFLOW_JS)]
+        drawn = pg.evaluate(DIAGRAM_TEXT_JS)
+        diagrams += drawn["diagrams"]
+        cut += [f"{where}: {problem}" for problem in drawn["problems"]]
     print(f"{len(shots)} screenshots in {SCREENSHOTS}")
     assert all(shot.stat().st_size > 10_000 for shot in shots)
     assert diagrams == 3, "the Overview's architecture and the Shapes page's two flows"

@@ -15,7 +15,7 @@ import pytest
 
 from tests.support.browser import ROOT
 
-from tests.test_browser import (CHROMIUM, COUNT_RUNS_JS, FIRST_SENTENCE, WAIT_MS, app_url, assert_page_healthy,  # noqa: F401
+from tests.test_browser import (COUNT_RUNS_JS, FIRST_SENTENCE, WAIT_MS, app_url, assert_page_healthy,  # noqa: F401
                                 browser, open_page, pytestmark, wait_for_run)
 
 # The scroll offsets of every scrolling element: Streamlit scrolls inside its main container, not the document.
@@ -253,8 +253,7 @@ def test_on_a_phone_no_figure_draws_its_parts_over_each_other_on_any_page_or_ste
     or panel title over a panel, no two panel titles over each other, the block diagrams' labels inside
     their boxes, numbers written in heatmap cells at least 10 px (a figure that needs more width than the
     phone has scrolls sideways instead)."""
-    from tests.support.browser import app_pages
-    from tests.test_browser import DIAGRAM_TEXT_JS, SCROLL_TO_JS, open_step_number, step_labels
+    from tests.test_browser import DIAGRAM_TEXT_JS, SCROLL_TO_JS, every_step
 
     for old in PHONE_SHOTS.glob("*.png"):
         old.unlink()
@@ -262,30 +261,37 @@ def test_on_a_phone_no_figure_draws_its_parts_over_each_other_on_any_page_or_ste
                            is_mobile=True)
     problems, shots, multi_panel, diagrams = [], [], 0, 0
     try:
-        for info in app_pages():  # by address: on a phone the navigation is folded away with the sidebar
-            path = "" if info["default"] else info["url_path"]
-            pg.goto(f"{app_url}/{path}?s=" + urllib.parse.quote(FIRST_SENTENCE))
+        def by_address(info):  # on a phone the navigation is folded away with the sidebar
+            pg.goto(f"{app_url}/{'' if info['default'] else info['url_path']}?s=" + urllib.parse.quote(FIRST_SENTENCE))
             wait_for_run(pg, 0, sentence=FIRST_SENTENCE)
-            labels = step_labels(pg) or [None]
-            for n, label in enumerate(labels):
-                if label is not None:
-                    open_step_number(pg, labels, n)
-                where = info["title"] + (f" / {label}" if label else "")
-                assert_page_healthy(pg, where)
-                shot = PHONE_SHOTS / (f"{info['url_path']}-{n + 1}.png" if label else f"{info['url_path']}.png")
-                shot.parent.mkdir(parents=True, exist_ok=True)
-                if label is not None:  # the step's own content fills the picture, not the page's header
-                    pg.locator('[data-testid="stMain"] [role="tablist"]').first.evaluate(SCROLL_TO_JS)
-                pg.screenshot(path=str(shot))
-                shots.append(shot)
-                panels, drawn = pg.evaluate(PANELS_JS), pg.evaluate(DIAGRAM_TEXT_JS)
-                small = [size for size in pg.evaluate(CELL_TEXT_JS) if size < 10]
-                if small:
-                    problems.append(f"{where}: {len(small)} numbers in heatmap cells smaller than 10 px")
-                multi_panel, diagrams = multi_panel + panels["figures"], diagrams + drawn["diagrams"]
-                problems += [f"{where}: {p}" for p in panels["problems"] + drawn["problems"]]
+
+        for info, n, label in every_step(pg, by_address):
+            where = info["title"] + (f" / {label}" if label else "")
+            assert_page_healthy(pg, where)
+            shot = PHONE_SHOTS / (f"{info['url_path']}-{n + 1}.png" if label else f"{info['url_path']}.png")
+            shot.parent.mkdir(parents=True, exist_ok=True)
+            if label is not None:  # the step's own content fills the picture, not the page's header
+                pg.locator('[data-testid="stMain"] [role="tablist"]').first.evaluate(SCROLL_TO_JS)
+            pg.screenshot(path=str(shot))
+            shots.append(shot)
+            panels, drawn = pg.evaluate(PANELS_JS), pg.evaluate(DIAGRAM_TEXT_JS)
+            small = [size for size in pg.evaluate(CELL_TEXT_JS) if size < 10]
+            if small:
+                problems.append(f"{where}: {len(small)} numbers in heatmap cells smaller than 10 px")
+            multi_panel, diagrams = multi_panel + panels["figures"], diagrams + drawn["diagrams"]
+            problems += [f"{where}: {p}" for p in panels["problems"] + drawn["problems"]]
     finally:
         context.close()
     print(f"{len(shots)} screenshots in {PHONE_SHOTS}; {multi_panel} multi-panel figures, {diagrams} diagrams checked")
     assert multi_panel >= 5 and diagrams == 3
     assert problems == [], "drawn over each other at 390 px:\n" + "\n".join(problems)
+
+
+def test_on_a_projector_the_layer_and_head_pickers_are_on_the_sidebars_first_screen(browser, app_url):  # noqa: F811
+    context, pg = new_page(browser, app_url, "encoder", viewport={"width": 1280, "height": 720})
+    try:
+        for name in ("Layer", "Head"):
+            box = pg.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]', has_text=name).first.bounding_box()
+            assert box is not None and box["y"] + box["height"] <= 720, f"the {name} picker is below 720 px: {box}"
+    finally:
+        context.close()

@@ -10,8 +10,30 @@ from pathlib import Path
 from .tokenizer import BOS, EOS, PAD, UNK
 
 
+class JsonConfig:
+    """A dataclass config as the JSON a checkpoint stores: unknown fields are refused, not dropped."""
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict):
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown config fields: {sorted(unknown)}")
+        return cls(**data)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path):
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+
 @dataclass
-class ModelConfig:
+class ModelConfig(JsonConfig):
     """Hyper-parameters of the encoder–decoder Transformer, named as in the paper.
 
     d_model: width of every residual stream; h: attention heads; d_k = d_v = d_model / h;
@@ -45,23 +67,6 @@ class ModelConfig:
     def d_k(self) -> int:
         return self.d_model // self.h
 
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "ModelConfig":
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"unknown config fields: {sorted(unknown)}")
-        return cls(**data)
-
-    def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
-
-    @classmethod
-    def load(cls, path: str | Path) -> "ModelConfig":
-        return cls.from_dict(json.loads(Path(path).read_text()))
 
 
 PRESETS: dict[str, dict] = {

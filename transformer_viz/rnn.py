@@ -18,15 +18,12 @@ The encoder is unidirectional and one layer deep (Bahdanau et al. used a bidirec
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from .config import JsonConfig
 from .tokenizer import BOS, EOS, PAD, UNK
 from .trace import Trace
 
@@ -34,7 +31,7 @@ ARCH = "rnn"
 
 
 @dataclass
-class RNNConfig:
+class RNNConfig(JsonConfig):
     """Hyper-parameters of the recurrent encoder–decoder; ``arch`` tells a checkpoint's loader what to build."""
 
     vocab_size: int = 8000
@@ -57,19 +54,6 @@ class RNNConfig:
     def name(self) -> str:
         return "GRU encoder–decoder" + (" with attention" if self.attention else "")
 
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "RNNConfig":
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"unknown config fields: {sorted(unknown)}")
-        return cls(**data)
-
-    def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
 
 
 @dataclass

@@ -401,6 +401,21 @@ def _query_int(key: str, default: int, upper: int) -> int:
     return min(max(value, 0), upper - 1)
 
 
+def _layer_and_head(cfg: ModelConfig) -> tuple[int, int]:
+    """The Layer and Head pickers side by side under the model: on a 1280×720 projector they stay on the
+    sidebar's first screen, below the list of pages."""
+    state = st.session_state
+    if "layer" not in state:
+        state["layer"] = _query_int("layer", 0, cfg.N)
+        state["head"] = _query_int("head", 0, cfg.h)
+    state["layer"] = min(state["layer"], cfg.N - 1)
+    state["head"] = min(state["head"], cfg.h - 1)
+    layer_col, head_col = st.columns(2)
+    layer = layer_col.selectbox("Layer", list(range(cfg.N)), key="layer", help=f"N = {cfg.N} layers")
+    head = head_col.selectbox("Head", list(range(cfg.h)), key="head", help=f"h = {cfg.h} heads")
+    return layer, head
+
+
 def sidebar() -> Selection | None:
     """The shared sidebar: checkpoint, sentence (with examples), layer and head. Mirrored in the URL."""
     available = list_checkpoints()
@@ -422,6 +437,7 @@ def sidebar() -> Selection | None:
         except CheckpointError as exc:
             st.error(f"This checkpoint cannot be loaded: {exc}")
             return None
+        layer, head = _layer_and_head(cfg)
         src_lang = metadata.get("src_lang", "de")
         tgt_lang = metadata.get("tgt_lang", "en")
         examples = EXAMPLES.get(src_lang, EXAMPLES["de"])
@@ -442,13 +458,6 @@ def sidebar() -> Selection | None:
             st.warning(f"The text was cut to its first {MAX_INPUT_CHARS} characters.")
             sentence = sentence[:MAX_INPUT_CHARS]
         _carry_offer(name, sentence)
-        if "layer" not in state:
-            state["layer"] = _query_int("layer", 0, cfg.N)
-            state["head"] = _query_int("head", 0, cfg.h)
-        state["layer"] = min(state["layer"], cfg.N - 1)
-        state["head"] = min(state["head"], cfg.h - 1)
-        layer = st.selectbox("Layer", list(range(cfg.N)), key="layer", help=f"N = {cfg.N} layers")
-        head = st.selectbox("Head", list(range(cfg.h)), key="head", help=f"h = {cfg.h} heads")
     state[_LAST_CHECKPOINT] = name
     st.query_params.update({"ckpt": name, "s": sentence, "layer": str(layer), "head": str(head)})
     return Selection(name, sentence, layer, head, src_lang, tgt_lang)
@@ -575,8 +584,8 @@ def page_header(intro: str, formula: str | None = None, *, run: bool = True) -> 
     """
     sel = selection()
     st.title(st.session_state[_OPEN_PAGE].title)
-    sentence_bar(sel)
     st.session_state[_NOTES_SLOT] = st.container()  # the input notes go here, above everything else
+    sentence_bar(sel)
     st.markdown(intro)
     if formula:
         st.latex(formula)
