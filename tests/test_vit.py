@@ -9,11 +9,13 @@ import pytest
 import torch
 
 from transformer_viz.checkpoint import CheckpointError, checkpoint_arch, load_checkpoint
+from transformer_viz.config import preset
 from transformer_viz.digits import ViTTrainConfig, load_split, save_vit_checkpoint, shift_images, train_vit
 from transformer_viz.plots.vit import (attention_overlay_figure, attention_rollout, class_probs_figure,
                                        patch_embeddings_figure, patch_grid_figure, upsample)
+from transformer_viz.model import Transformer
 from transformer_viz.trace import Trace
-from transformer_viz.vit import ViT, ViTConfig, patchify, unpatchify
+from transformer_viz.vit import ViT, ViTConfig, patchify, trace_names, unpatchify
 
 TINY = dict(d_model=16, d_ff=32, h=2, N=2, dropout=0.0)
 
@@ -54,6 +56,28 @@ def test_shapes_and_trace_names(patch_size):
         assert shapes[f"encoder.{i}.out"] == (B, P + 1, 16)
     torch.testing.assert_close(trace["vit.tokens"][:, 0], (model.cls_token + model.pos_embed)[0, 0].expand(B, 16))
     torch.testing.assert_close(trace["vit.cls"], trace["encoder.out"][:, 0])
+
+
+def test_documented_names_are_the_recorded_names_in_order(tiny_vit):
+    """trace_names() (docs/trace_names.md's ViT section) against a real forward pass; encoder.{i}.* stands for
+    the translation encoder's per-layer names, in the translation encoder's order."""
+    trace = Trace()
+    tiny_vit(torch.rand(1, 8, 8), trace)
+    names, expected = trace.names(), []
+    for name, shape, _ in trace_names():
+        if name == "encoder.{i}.*":
+            expected += [n for n in names if n.startswith("encoder.") and n.split(".")[1].isdigit()]
+        else:
+            expected.append(name)
+            if "(B, P+1, d_model)" == shape:
+                assert trace[name].shape == (1, 17, 16), name
+    assert names == expected
+    layer_names = [n.split(".", 2)[2] for n in names if n.startswith("encoder.0.")]
+
+    translation = Trace()
+    Transformer(preset("tiny", vocab_size=40)).eval()(torch.tensor([[5, 6, 2]]), torch.tensor([[1, 7]]), translation)
+    # the same names per layer (recorded in another order: the ViT is Pre-LN, the tiny translation model Post-LN)
+    assert sorted(layer_names) == sorted(n.split(".", 2)[2] for n in translation.names() if n.startswith("encoder.0."))
 
 
 def test_attention_rows_sum_to_one_and_trace_matches_fused_path(tiny_vit):
@@ -162,3 +186,15 @@ def test_figures():
     fig = class_probs_figure(np.eye(10)[3], true_label=5)
     assert fig.data[0].marker.color[3] != fig.data[0].marker.color[0]
     assert fig.data[0].marker.line.color[5] != fig.data[0].marker.line.color[3]
+
+
+def test_train_vit_command_and_translation_commands_refuse_the_vit(tmp_path, capsys):
+    from transformer_viz.cli import main
+
+    out = tmp_path / "vit"
+    assert main(["train-vit", "--out", str(out), "--epochs", "1", "--batch-size", "512", "--no-progress",
+                 "--model-overrides", json.dumps(TINY)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["epochs"] == 1 and printed["held_out_accuracy"] == load_checkpoint(out).metadata["held_out_accuracy"]
+    assert main(["translate", "--checkpoint", str(out), "Hallo"]) == 2
+    assert "Vision Transformer" in capsys.readouterr().err

@@ -13,7 +13,12 @@ DEFAULT_CHECKPOINT = Path(__file__).resolve().parent.parent / "checkpoints" / "d
 
 
 def _load(path, dtype: str = "float32", device: str = "cpu"):
-    from .checkpoint import load_checkpoint
+    """A translation model (a Transformer or a recurrent one); the Vision Transformer is refused with a reason."""
+    from .checkpoint import CheckpointError, checkpoint_arch, load_checkpoint
+
+    if checkpoint_arch(path) == "vit":
+        raise CheckpointError(f"{path} is the Vision Transformer (digits), not a translation model; "
+                              f"see `python -m transformer_viz train-vit`")
 
     if device == "auto":  # batch work (evaluation) runs on a GPU when there is one
         import torch
