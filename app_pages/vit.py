@@ -74,7 +74,7 @@ if patch_tab.open:
                                               f"token's input (vit.patches).")
         with right:
             patches = trace["vit.patches"][0].numpy()  # (P, p·p)
-            fig = webapp.cached_figure(patch_embeddings_figure, patches, token_names[1:],
+            fig = webapp.cached_figure(patch_embeddings_figure, patches, token_names[1:], pixels=True,
                                        title=f"The patches, flattened: P × p·p = {P} × {p * p}")
             webapp.chart(fig, webapp.token_frame(patches, token_names[1:]), "vit-patches")
         embedded = trace["vit.patch_embed"][0].numpy()  # (P, d_model)

@@ -182,7 +182,9 @@ def test_figures():
     np.testing.assert_allclose(np.asarray(fig.data[1].z), upsample(weights, 2))
     np.testing.assert_array_equal(np.asarray(fig.data[0].z), image)
     fig = patch_embeddings_figure(np.ones((3, 4)), ["a", "b", "c"])
-    assert np.asarray(fig.data[0].z).shape == (3, 4)
+    assert np.asarray(fig.data[0].z).shape == (3, 4) and (fig.data[0].zmin, fig.data[0].zmax) == (-1.0, 1.0)
+    fig = patch_embeddings_figure(np.full((3, 4), 0.5), ["a", "b", "c"], pixels=True)
+    assert (fig.data[0].zmin, fig.data[0].zmax) == (0.0, 1.0)  # pixels keep the image's scale
     fig = class_probs_figure(np.eye(10)[3], true_label=5)
     assert fig.data[0].marker.color[3] != fig.data[0].marker.color[0]
     assert fig.data[0].marker.line.color[5] != fig.data[0].marker.line.color[3]

@@ -77,14 +77,18 @@ def patch_grid_figure(image, patch_size: int, occluded: tuple[int, ...] = (), ti
     return make_figure([_image_trace(image)], layout, title, 380)
 
 
-def patch_embeddings_figure(values, row_labels: list[str], title: str | None = None) -> go.Figure:
-    """Token vectors (rows × d_model) on a diverging scale centred on 0: one row per patch (or [CLS])."""
+def patch_embeddings_figure(values, row_labels: list[str], title: str | None = None, pixels: bool = False) -> go.Figure:
+    """Token vectors (rows × d_model) on a diverging scale centred on 0: one row per patch (or [CLS]);
+    ``pixels``: the flattened patches themselves (rows × p·p), in the image's greys from 0 to 1."""
     values = np.asarray(values, dtype=np.float64)
     limit = float(np.abs(values).max()) or 1.0
-    trace = {"type": "heatmap", "z": values, "x": list(range(values.shape[1])), "y": list(row_labels),
-             "colorscale": DIVERGING, "zmin": -limit, "zmax": limit, "name": "value",
-             "hovertemplate": "%{y}<br>dimension %{x}<br>value %{z:.4g}<extra></extra>"}
-    layout = {"xaxis": {"title": {"text": "dimension of d_model"}},
+    colour = {"colorscale": GREYS, "zmin": 0.0, "zmax": 1.0} if pixels else \
+        {"colorscale": DIVERGING, "zmin": -limit, "zmax": limit}
+    trace = {"type": "heatmap", "z": values, "x": list(range(values.shape[1])), "y": list(row_labels), **colour,
+             "name": "value", "hovertemplate": "%{y}<br>" + ("pixel" if pixels else "dimension")
+                                               + " %{x}<br>value %{z:.4g}<extra></extra>"}
+    x_title = "pixel of the patch (row by row)" if pixels else "dimension of d_model"
+    layout = {"xaxis": {"title": {"text": x_title}, "tickvals": list(range(values.shape[1])) if pixels else None},
               "yaxis": {"type": "category", "autorange": "reversed", "title": {"text": "token"}}}
     return make_figure([trace], layout, title, max(260, 110 + 18 * values.shape[0]))
 
