@@ -1,5 +1,5 @@
-"""Command line: ``python -m transformer_viz {translate,trace,shapes,train,train-rnn,train-vit,evaluate,bleu-by-length,
-language-stats,download-data}``."""
+"""Command line: ``python -m transformer_viz {translate,trace,shapes,train,train-rnn,train-vit,vit-eval,evaluate,
+bleu-by-length,language-stats,download-data}``."""
 
 from __future__ import annotations
 
@@ -166,6 +166,21 @@ def cmd_train_vit(args) -> int:
     metadata = train_vit(tc, args.out, log=(lambda _: None) if args.no_progress else print)
     print(json.dumps({"held_out_accuracy": metadata["held_out_accuracy"], "minutes": metadata["training"]["minutes"],
                       "epochs": metadata["training"]["epochs_run"], "out": args.out}))
+    return 0
+
+
+def cmd_vit_eval(args) -> int:
+    from .checkpoint import CheckpointError, checkpoint_arch, load_checkpoint
+    from .digits import accuracy, load_split
+
+    if checkpoint_arch(args.checkpoint) != "vit":
+        raise CheckpointError(f"{args.checkpoint} is not a Vision Transformer checkpoint (config.json's \"arch\" "
+                              f"is not \"vit\")")
+    checkpoint, split = load_checkpoint(args.checkpoint), load_split()
+    print(json.dumps({"checkpoint": str(args.checkpoint), "split": "held-out 20 %",
+                      "images": int(len(split.test_labels)),
+                      "held_out_accuracy": round(accuracy(checkpoint.model, split.test_images, split.test_labels), 4),
+                      "model_card": checkpoint.metadata.get("held_out_accuracy")}))
     return 0
 
 
@@ -419,6 +434,10 @@ def _training_commands(sub) -> None:
     p.add_argument("--no-progress", action="store_true")
     _dataclass_flags(p, ViTTrainConfig, {})
     p.set_defaults(func=cmd_train_vit)
+
+    p = sub.add_parser("vit-eval", help="JSON with a Vision Transformer's accuracy on the held-out 20 %% of the digits")
+    p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT.parent / "vit-digits"))
+    p.set_defaults(func=cmd_vit_eval)
 
 
 def _scoring_commands(sub) -> None:
