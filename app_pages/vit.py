@@ -38,7 +38,7 @@ def pickers() -> tuple[int, tuple[int, ...], int, int]:
     """The held-out digit (kept in the URL as digit=), the blanked patches, and the ViT's own layer and head."""
     state = st.session_state
     if "vit_digit" not in state:  # the session's first run: the link's digit
-        state["vit_digit"] = webapp._query_int("digit", 0, n_test)
+        state["vit_digit"] = webapp.query_index("digit", n_test)
     digit_col, occlude_col, layer_col, head_col = st.columns([1, 2, 1, 1])
     index = digit_col.number_input(f"Held-out digit (0–{n_test - 1})", 0, n_test - 1, key="vit_digit")
     st.query_params["digit"] = str(index)

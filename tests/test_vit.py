@@ -202,5 +202,6 @@ def test_train_vit_command_and_translation_commands_refuse_the_vit(tmp_path, cap
     assert "Vision Transformer" in capsys.readouterr().err
     assert main(["vit-eval", "--checkpoint", str(out)]) == 0
     scored = json.loads(capsys.readouterr().out)
-    assert scored["images"] == 360 and scored["held_out_accuracy"] == scored["model_card"] == printed["held_out_accuracy"]
+    assert scored["images"] == 360
+    assert scored["held_out_accuracy"] == scored["model_card"] == printed["held_out_accuracy"]
     assert main(["vit-eval", "--checkpoint", str(tmp_path / "missing")]) == 2

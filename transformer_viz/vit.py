@@ -140,7 +140,8 @@ def trace_names() -> list[tuple[str, str, str]]:
     """Every name the ViT's traced forward records, in order, with its shape and formula; ``encoder.{i}.*`` stands
     for all the names one encoder layer records, as in the translation encoder (self_attn.weights …)."""
     return [
-        ("vit.patches", "(B, P, p·p)", "the image cut into P = (H/p)² patches of p × p pixels, each read row by row"),
+        ("vit.patches", "(B, P, p·p)",
+         "the image cut into P = (H/p)² patches of p × p pixels, each read row by row"),
         ("vit.patch_embed", "(B, P, d_model)", "x_p^i E + b: one linear map for every patch"),
         ("vit.positional", "(P+1, d_model)", "E_pos, learned; row 0 is [CLS]'s"),
         ("vit.tokens", "(B, P+1, d_model)", "z_0 = [x_cls; x_p^1 E; …; x_p^P E] + E_pos"),

@@ -445,6 +445,11 @@ def _query_int(key: str, default: int, upper: int) -> int:
     return min(max(value, 0), upper - 1)
 
 
+def query_index(key: str, n: int) -> int:
+    """An index in range(n) from the URL's ``key`` (0 when absent or not a number; clamped into range)."""
+    return _query_int(key, 0, n)
+
+
 def _layer_and_head(cfg: ModelConfig) -> tuple[int, int]:
     """The Layer and Head pickers side by side under the model: on a 1280×720 projector they stay on the
     sidebar's first screen, below the list of pages."""
