@@ -63,11 +63,16 @@ def sentence_trace(tiny_model):
     return src_ids, tgt_ids, traced_forward(tiny_model, src_ids, tgt_ids)
 
 
+TINY_VIT, TINY_VIT_SEED = dict(d_model=16, d_ff=32, h=2, N=2, dropout=0.0), 3
+
+
 @pytest.fixture(scope="session")
 def checkpoint_dir(tmp_path_factory, tiny_model, tokenizer):
     """The tiny Transformer, and beside it two tiny recurrent models (without and with attention) for the RNN
-    page; the sidebar lists the Transformer only."""
+    page and a tiny Vision Transformer (random weights) for the ViT page; the sidebar lists the Transformer only."""
+    from transformer_viz.digits import save_vit_checkpoint
     from transformer_viz.rnn import RNNSeq2Seq, preset as rnn_preset
+    from transformer_viz.vit import ViT, ViTConfig
 
     path = tmp_path_factory.mktemp("ckpt") / "tiny"
     save_checkpoint(path, tiny_model, tokenizer, {"name": "tiny test model", "src_lang": "de", "tgt_lang": "en",
@@ -77,6 +82,9 @@ def checkpoint_dir(tmp_path_factory, tiny_model, tokenizer):
         torch.manual_seed(1 + attention)
         rnn = RNNSeq2Seq(rnn_preset("tiny", vocab_size=len(tokenizer), attention=attention)).eval()
         save_checkpoint(path.parent / name, rnn, tokenizer, {"name": name, "src_lang": "de", "tgt_lang": "en"})
+    torch.manual_seed(TINY_VIT_SEED)
+    save_vit_checkpoint(path.parent / "vit-tiny", ViT(ViTConfig(**TINY_VIT)).eval(),
+                        {"held_out_accuracy": 0.125, "held_out_images": 360})
     return path
 
 

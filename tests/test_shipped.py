@@ -92,3 +92,16 @@ def test_shipped_language_check_flags_the_other_language_and_spares_the_right_on
     other = sum(check_language(stats, encode_source(tokenizer, t, 256).ids, src).looks_like == tgt for _, t in pairs)
     assert right / len(pairs) >= 0.98, f"{direction} {split}: {right}/{len(pairs)} right-language sentences spared"
     assert other / len(pairs) >= 0.9, f"{direction} {split}: {other}/{len(pairs)} other-language sentences flagged"
+
+
+def test_shipped_vit_scores_its_model_card_on_the_held_out_digits():
+    """The whole held-out 20 % (360 images, one forward pass): exactly the accuracy the model card states."""
+    from transformer_viz.digits import accuracy, load_split
+
+    path = ROOT / "checkpoints" / "vit-digits"
+    if not (path / "model.safetensors").is_file():
+        pytest.skip(f"no shipped checkpoint at {path}")
+    checkpoint, split = load_checkpoint(path), load_split()
+    measured = accuracy(checkpoint.model, split.test_images, split.test_labels)
+    assert measured >= 0.97
+    assert round(measured, 4) == checkpoint.metadata["held_out_accuracy"]

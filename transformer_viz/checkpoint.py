@@ -4,7 +4,8 @@ Layout::
 
     DIR/model.safetensors   weights (float16 or float32), read with safetensors: no code is executed
     DIR/config.json         ModelConfig, rebuilds the model (or RNNConfig, marked "arch": "rnn": a recurrent
-                            encoder–decoder, see rnn.py)
+                            encoder–decoder, see rnn.py; or ViTConfig, "arch": "vit": the Vision Transformer
+                            of vit.py, whose directory has no tokenizer, see digits.py)
     DIR/tokenizer/          the tokenizer, saved with save_pretrained (tokenizer.json is plain JSON)
     DIR/generation_config.json  decoding defaults (beam width, length penalty), transformers' format
     DIR/metadata.json       training data, hyper-parameters, per-epoch history, scores (the model card data)
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
     from .model import Transformer
     from .rnn import RNNConfig, RNNSeq2Seq
+    from .vit import ViT, ViTConfig
 
 WEIGHTS, CONFIG, METADATA, TOKENIZER_DIR, CARD = "model.safetensors", "config.json", "metadata.json", "tokenizer", "README.md"
 DTYPES = ("float32", "bfloat16")  # what a loaded model may compute in
@@ -43,9 +45,9 @@ class CheckpointError(RuntimeError):
 
 @dataclass
 class Checkpoint:
-    model: Transformer | RNNSeq2Seq  # the recurrent models (rnn.py) offer what the engine uses of a Transformer
-    tokenizer: object
-    config: ModelConfig | RNNConfig
+    model: Transformer | RNNSeq2Seq | ViT  # the recurrent models (rnn.py) offer what the engine uses of a Transformer
+    tokenizer: object  # None for the Vision Transformer, which reads pixels
+    config: ModelConfig | RNNConfig | ViTConfig
     metadata: dict = field(default_factory=dict)
     path: Path | None = None
     generation: GenerationDefaults = field(default_factory=GenerationDefaults)  # decoding defaults
@@ -68,15 +70,20 @@ def is_rnn_config(data: dict) -> bool:
     return isinstance(data, dict) and data.get("arch", "transformer") == "rnn"
 
 
+def is_vit_config(data: dict) -> bool:
+    """A config.json's contents describe the Vision Transformer (vit.py)."""
+    return isinstance(data, dict) and data.get("arch") == "vit"
+
+
 def checkpoint_arch(directory: str | Path) -> str:
-    """"rnn" or "transformer", from config.json alone (no torch); "" when config.json cannot be read."""
+    """"rnn", "vit" or "transformer", from config.json alone (no torch); "" when config.json cannot be read."""
     try:
         data = json.loads((Path(directory) / CONFIG).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return ""
     if not isinstance(data, dict):
         return ""
-    return "rnn" if is_rnn_config(data) else "transformer"
+    return "rnn" if is_rnn_config(data) else "vit" if is_vit_config(data) else "transformer"
 
 
 def save_checkpoint(directory: str | Path, model: Transformer, tokenizer, metadata: dict | None = None,
@@ -182,8 +189,37 @@ def validate_rnn_config(cfg) -> None:
         raise CheckpointError("; ".join(problems))
 
 
+_VIT_LIMITS = {"image_size": (1, 1024), "patch_size": (1, 1024), "n_classes": (1, 100_000), "d_model": (2, 8192),
+               "d_ff": (1, 65536), "h": (1, 256), "N": (1, 64)}
+
+
+def validate_vit_config(cfg) -> None:
+    """The Vision Transformer's fields, checked as :func:`validate_config` checks a Transformer's."""
+    problems = []
+    for name, (low, high) in _VIT_LIMITS.items():
+        value = getattr(cfg, name)
+        if isinstance(value, bool) or not isinstance(value, int):
+            problems.append(f"{name} must be an integer, not {value!r}")
+        elif not low <= value <= high:
+            problems.append(f"{name} = {value} is outside [{low}, {high}]")
+    for name in ("dropout", "attn_dropout"):
+        value = getattr(cfg, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+            problems.append(f"{name} must be a number in [0, 1), not {value!r}")
+    eps = cfg.layer_norm_eps
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0.0 < eps < float("inf"):
+        problems.append(f"layer_norm_eps must be a positive number, not {eps!r}")
+    if not isinstance(cfg.pre_ln, bool):
+        problems.append(f"pre_ln must be true or false, not {cfg.pre_ln!r}")
+    if not problems and cfg.N * (4 * cfg.d_model ** 2 + 2 * cfg.d_model * cfg.d_ff) > _MAX_PARAMETERS:
+        problems.append(f"the model would have more than {_MAX_PARAMETERS:,} parameters")
+    if problems:
+        raise CheckpointError("; ".join(problems))
+
+
 def load_config(directory: str | Path):
-    """The checkpoint's ModelConfig, or its RNNConfig when config.json says "arch": "rnn"."""
+    """The checkpoint's ModelConfig, its RNNConfig when config.json says "arch": "rnn", its ViTConfig for
+    "arch": "vit"."""
     path = Path(directory) / CONFIG
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -194,6 +230,11 @@ def load_config(directory: str | Path):
 
             cfg = RNNConfig.from_dict(data)
             validate_rnn_config(cfg)
+        elif is_vit_config(data):
+            from .vit import ViTConfig
+
+            cfg = ViTConfig.from_dict(data)
+            validate_vit_config(cfg)
         else:
             cfg = ModelConfig.from_dict(data)
             validate_config(cfg)
@@ -259,6 +300,8 @@ def load_checkpoint(directory: str | Path, device: str | torch.device = "cpu", d
     path = Path(directory)
     _refuse_pickles(path)
     cfg = load_config(path)
+    if getattr(cfg, "arch", "") == "vit":
+        return _load_vit(path, cfg, device, dtype)
     try:
         if isinstance(cfg, ModelConfig):
             model = Transformer(cfg)
@@ -286,6 +329,22 @@ def load_checkpoint(directory: str | Path, device: str | torch.device = "cpu", d
     except ValueError as exc:
         raise CheckpointError(str(exc)) from exc
     return Checkpoint(model, tokenizer, cfg, load_metadata(path), path, generation)
+
+
+def _load_vit(path: Path, cfg, device, dtype: str) -> Checkpoint:
+    """The Vision Transformer (vit.py): weights and config, no tokenizer, no generation defaults."""
+    import torch
+
+    from .vit import ViT
+
+    try:
+        model = ViT(cfg)
+    except (RuntimeError, ValueError, TypeError) as exc:
+        raise CheckpointError(f"{path / CONFIG} describes a model that cannot be built: {exc}") from exc
+    tensors = _read_weights(path / WEIGHTS, model.state_dict(), set())
+    model.load_state_dict({k: v.float() for k, v in tensors.items()})
+    model.to(device=device, dtype=getattr(torch, dtype)).eval()
+    return Checkpoint(model, None, cfg, load_metadata(path), path)
 
 
 def load_metadata(directory: str | Path) -> dict:

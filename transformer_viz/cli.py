@@ -1,5 +1,5 @@
-"""Command line: ``python -m transformer_viz {translate,trace,shapes,train,train-rnn,evaluate,bleu-by-length,
-language-stats,download-data}``."""
+"""Command line: ``python -m transformer_viz {translate,trace,shapes,train,train-rnn,train-vit,vit-eval,evaluate,
+bleu-by-length,language-stats,download-data}``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,12 @@ DEFAULT_CHECKPOINT = Path(__file__).resolve().parent.parent / "checkpoints" / "d
 
 
 def _load(path, dtype: str = "float32", device: str = "cpu"):
-    from .checkpoint import load_checkpoint
+    """A translation model (a Transformer or a recurrent one); the Vision Transformer is refused with a reason."""
+    from .checkpoint import CheckpointError, checkpoint_arch, load_checkpoint
+
+    if checkpoint_arch(path) == "vit":
+        raise CheckpointError(f"{path} is the Vision Transformer (digits), not a translation model; "
+                              f"see `python -m transformer_viz train-vit`")
 
     if device == "auto":  # batch work (evaluation) runs on a GPU when there is one
         import torch
@@ -151,6 +156,31 @@ def cmd_train_rnn(args) -> int:
     tc = RNNTrainConfig(**{name: getattr(args, name) for name in RNNTrainConfig.__dataclass_fields__})
     train_rnn(tc, args.run_dir, data_dir=args.data_dir, tatoeba_dir=args.tatoeba_dir, out_dir=args.out,
               progress=not args.no_progress)
+    return 0
+
+
+def cmd_train_vit(args) -> int:
+    from .digits import ViTTrainConfig, train_vit
+
+    tc = ViTTrainConfig(**{name: getattr(args, name) for name in ViTTrainConfig.__dataclass_fields__})
+    metadata = train_vit(tc, args.out, log=(lambda _: None) if args.no_progress else print)
+    print(json.dumps({"held_out_accuracy": metadata["held_out_accuracy"], "minutes": metadata["training"]["minutes"],
+                      "epochs": metadata["training"]["epochs_run"], "out": args.out}))
+    return 0
+
+
+def cmd_vit_eval(args) -> int:
+    from .checkpoint import CheckpointError, checkpoint_arch, load_checkpoint
+    from .digits import accuracy, load_split
+
+    if checkpoint_arch(args.checkpoint) != "vit":
+        raise CheckpointError(f"{args.checkpoint} is not a Vision Transformer checkpoint (config.json's \"arch\" "
+                              f"is not \"vit\")")
+    checkpoint, split = load_checkpoint(args.checkpoint), load_split()
+    print(json.dumps({"checkpoint": str(args.checkpoint), "split": "held-out 20 %",
+                      "images": int(len(split.test_labels)),
+                      "held_out_accuracy": round(accuracy(checkpoint.model, split.test_images, split.test_labels), 4),
+                      "model_card": checkpoint.metadata.get("held_out_accuracy")}))
     return 0
 
 
@@ -350,6 +380,8 @@ TRAIN_FLAG_HELP = {
     "num_beams": "decoding default written to the checkpoint's generation_config.json",
     "length_penalty": "length-penalty exponent α written to generation_config.json",
     "amp": "auto (fp16 on CUDA), bf16, or off",
+    "warmup_epochs": "train-vit: epochs of linear learning-rate warm-up before the cosine decay",
+    "shift": "train-vit: each training image moved by up to this many pixels (0: no augmentation)",
 }
 
 
@@ -382,6 +414,7 @@ def _run_flags(p: argparse.ArgumentParser, out_help: str) -> None:
 
 def _training_commands(sub) -> None:
     from .train import TrainConfig
+    from .digits import ViTTrainConfig
     from .train_rnn import RNNTrainConfig
 
     p = sub.add_parser("train", help="train on Multi30k (and Tatoeba, with --tatoeba-copies)")
@@ -394,6 +427,17 @@ def _training_commands(sub) -> None:
     _run_flags(p, "export the best epoch here as a checkpoint directory (after every better epoch)")
     _dataclass_flags(p, RNNTrainConfig, TRAIN_FLAG_NAMES)
     p.set_defaults(func=cmd_train_rnn)
+
+    p = sub.add_parser("train-vit", help="train the Vision Transformer on scikit-learn's 8x8 digits "
+                                         "(80 %% of them; the held-out 20 %% is scored once at the end)")
+    p.add_argument("--out", required=True, help="write the checkpoint directory here")
+    p.add_argument("--no-progress", action="store_true")
+    _dataclass_flags(p, ViTTrainConfig, {})
+    p.set_defaults(func=cmd_train_vit)
+
+    p = sub.add_parser("vit-eval", help="JSON with a Vision Transformer's accuracy on the held-out 20 %% of the digits")
+    p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT.parent / "vit-digits"))
+    p.set_defaults(func=cmd_vit_eval)
 
 
 def _scoring_commands(sub) -> None:

@@ -197,7 +197,7 @@ def names_markdown() -> str:
         generic = name.replace(".0.", ".{i}.")
         hook = transformerlens_hook(generic)
         rows.append(f"| `{generic}` | {shape} | {formula} | {f'`{hook}`' if hook else '—'} |")
-    return _DOC_HEAD + "\n".join(rows) + "\n" + rnn_names_markdown()
+    return _DOC_HEAD + "\n".join(rows) + "\n" + rnn_names_markdown() + vit_names_markdown()
 
 
 _RNN_DOC_HEAD = """
@@ -219,6 +219,26 @@ def rnn_names_markdown() -> str:
 
     return _RNN_DOC_HEAD + "\n".join(f"| `{name}` | {shape} | {formula} |" for name, shape, formula
                                      in rnn_trace_names(attention=True)) + "\n"
+
+
+_VIT_DOC_HEAD = """
+## The Vision Transformer (vit.py)
+
+Every name that `ViT.forward(images, trace=Trace())` records (the checkpoint `vit-digits`, on 8 × 8 digits), in
+order. Dimensions: p the patch side (2: 2 × 2 pixels), P = (8 / p)² patches (16), one more token for [CLS].
+The encoder layers are the translation encoder's own, so their names are the same.
+
+| name | shape | formula / meaning |
+|---|---|---|
+"""
+
+
+def vit_names_markdown() -> str:
+    """The ViT section of docs/trace_names.md, from :func:`transformer_viz.vit.trace_names`."""
+    from .vit import trace_names as vit_trace_names
+
+    return _VIT_DOC_HEAD + "\n".join(f"| `{name}` | {shape} | {formula} |" for name, shape, formula
+                                     in vit_trace_names()) + "\n"
 
 
 if __name__ == "__main__":

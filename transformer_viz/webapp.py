@@ -292,6 +292,50 @@ def get_rnn_run(name: str, sentence: str) -> SentenceRun:
     return run_sentence(get_rnn_checkpoint(name), sentence, top_k=5)
 
 
+def vit_checkpoints() -> list[str]:
+    """The Vision Transformer checkpoints ("arch": "vit" in config.json), by name."""
+    return sorted(list_checkpoints("vit"))
+
+
+@st.cache_resource(show_spinner="Loading the Vision Transformer…", max_entries=2)
+def get_vit_checkpoint(name: str) -> Checkpoint:
+    """A Vision Transformer, once per process, shared by every session: never mutate it."""
+    available = list_checkpoints("vit")
+    if name not in available:
+        raise CheckpointError(f"unknown Vision Transformer checkpoint {name!r}")
+    configure_torch_threads()
+    return load_checkpoint(available[name])
+
+
+@st.cache_resource(show_spinner="Loading the digits…", max_entries=1)
+def digits_split():
+    """The digits' fixed train/held-out split (digits.py), read once per process."""
+    from .digits import load_split
+
+    return load_split()
+
+
+@st.cache_resource(show_spinner="Running the Vision Transformer…", max_entries=64, ttl=3600)
+def get_vit_run(name: str, index: int, occluded: tuple[int, ...] = ()):
+    """(image (H, W), trace) of the held-out image ``index`` with the patches ``occluded`` (0-based) set to 0,
+    run once and shared read-only."""
+    import numpy as np
+    import torch
+
+    from .trace import Trace
+
+    checkpoint = get_vit_checkpoint(name)
+    p, grid = checkpoint.config.patch_size, checkpoint.config.grid
+    image = np.array(digits_split().test_images[index])  # (H, W), a copy: the split is shared
+    for patch in occluded:
+        row, col = divmod(patch, grid)
+        image[row * p:(row + 1) * p, col * p:(col + 1) * p] = 0.0
+    trace = Trace()
+    with torch.no_grad():
+        checkpoint.model(torch.from_numpy(image)[None], trace)  # a batch of one: (1, H, W)
+    return image, trace
+
+
 @st.cache_resource(show_spinner="Timing the models on this server…", max_entries=4)
 def measured_speed(names: tuple[tuple[str, str, str], ...], lengths: tuple[int, ...]) -> dict[str, list[float]]:
     """Seconds per sentence at each length for each (label, "rnn" or "transformer", checkpoint name),
@@ -399,6 +443,11 @@ def _query_int(key: str, default: int, upper: int) -> int:
     except (TypeError, ValueError):
         return default
     return min(max(value, 0), upper - 1)
+
+
+def query_index(key: str, n: int) -> int:
+    """An index in range(n) from the URL's ``key`` (0 when absent or not a number; clamped into range)."""
+    return _query_int(key, 0, n)
 
 
 def _layer_and_head(cfg: ModelConfig) -> tuple[int, int]:
