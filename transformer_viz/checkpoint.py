@@ -134,26 +134,35 @@ _CONFIG_LIMITS = {"vocab_size": (5, 1_000_000), "d_model": (2, 8192), "d_ff": (1
 _MAX_PARAMETERS = 2_000_000_000
 
 
-def validate_config(cfg: ModelConfig) -> None:
-    """Types and ranges of every field, checked before anything is allocated."""
+def _field_problems(cfg, integers: dict[str, tuple[int, int]], rates: tuple[str, ...] = (),
+                    positive: tuple[str, ...] = (), flags: tuple[str, ...] = ()) -> list[str]:
+    """What is wrong with a config's fields: integers in their [low, high], rates in [0, 1), positive
+    numbers, true/false flags (a JSON true is no integer here, and 1 is no flag)."""
     problems = []
-    for name, (low, high) in _CONFIG_LIMITS.items():
+    for name, (low, high) in integers.items():
         value = getattr(cfg, name)
         if isinstance(value, bool) or not isinstance(value, int):
             problems.append(f"{name} must be an integer, not {value!r}")
         elif not low <= value <= high:
             problems.append(f"{name} = {value} is outside [{low}, {high}]")
-    for name in ("dropout", "attn_dropout"):
+    for name in rates:
         value = getattr(cfg, name)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
             problems.append(f"{name} must be a number in [0, 1), not {value!r}")
-    for name in ("pe_base", "layer_norm_eps"):
+    for name in positive:
         value = getattr(cfg, name)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value < float("inf"):
             problems.append(f"{name} must be a positive number, not {value!r}")
-    for name in ("pre_ln", "tie_embeddings"):
+    for name in flags:
         if not isinstance(getattr(cfg, name), bool):
             problems.append(f"{name} must be true or false, not {getattr(cfg, name)!r}")
+    return problems
+
+
+def validate_config(cfg: ModelConfig) -> None:
+    """Types and ranges of every field, checked before anything is allocated."""
+    problems = _field_problems(cfg, _CONFIG_LIMITS, ("dropout", "attn_dropout"), ("pe_base", "layer_norm_eps"),
+                               ("pre_ln", "tie_embeddings"))
     if not problems:
         per_layer = 4 * cfg.d_model * cfg.d_model + 2 * cfg.d_model * cfg.d_ff
         estimate = 3 * cfg.N * per_layer + (1 if cfg.tie_embeddings else 3) * cfg.vocab_size * cfg.d_model
@@ -169,17 +178,7 @@ _RNN_LIMITS = {"vocab_size": (5, 1_000_000), "d_emb": (1, 8192), "d_hidden": (1,
 
 def validate_rnn_config(cfg) -> None:
     """The recurrent model's fields, checked as :func:`validate_config` checks a Transformer's."""
-    problems = []
-    for name, (low, high) in _RNN_LIMITS.items():
-        value = getattr(cfg, name)
-        if isinstance(value, bool) or not isinstance(value, int):
-            problems.append(f"{name} must be an integer, not {value!r}")
-        elif not low <= value <= high:
-            problems.append(f"{name} = {value} is outside [{low}, {high}]")
-    if isinstance(cfg.dropout, bool) or not isinstance(cfg.dropout, (int, float)) or not 0.0 <= cfg.dropout < 1.0:
-        problems.append(f"dropout must be a number in [0, 1), not {cfg.dropout!r}")
-    if not isinstance(cfg.attention, bool):
-        problems.append(f"attention must be true or false, not {cfg.attention!r}")
+    problems = _field_problems(cfg, _RNN_LIMITS, ("dropout",), flags=("attention",))
     if not problems:
         d_in, d_h = cfg.d_emb + cfg.d_hidden, cfg.d_hidden
         estimate = cfg.vocab_size * cfg.d_emb + 3 * (cfg.d_emb + d_h) * d_h + 3 * (d_in + d_h) * d_h + 3 * d_h * d_h
@@ -195,22 +194,7 @@ _VIT_LIMITS = {"image_size": (1, 1024), "patch_size": (1, 1024), "n_classes": (1
 
 def validate_vit_config(cfg) -> None:
     """The Vision Transformer's fields, checked as :func:`validate_config` checks a Transformer's."""
-    problems = []
-    for name, (low, high) in _VIT_LIMITS.items():
-        value = getattr(cfg, name)
-        if isinstance(value, bool) or not isinstance(value, int):
-            problems.append(f"{name} must be an integer, not {value!r}")
-        elif not low <= value <= high:
-            problems.append(f"{name} = {value} is outside [{low}, {high}]")
-    for name in ("dropout", "attn_dropout"):
-        value = getattr(cfg, name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
-            problems.append(f"{name} must be a number in [0, 1), not {value!r}")
-    eps = cfg.layer_norm_eps
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0.0 < eps < float("inf"):
-        problems.append(f"layer_norm_eps must be a positive number, not {eps!r}")
-    if not isinstance(cfg.pre_ln, bool):
-        problems.append(f"pre_ln must be true or false, not {cfg.pre_ln!r}")
+    problems = _field_problems(cfg, _VIT_LIMITS, ("dropout", "attn_dropout"), ("layer_norm_eps",), ("pre_ln",))
     if not problems and cfg.N * (4 * cfg.d_model ** 2 + 2 * cfg.d_model * cfg.d_ff) > _MAX_PARAMETERS:
         problems.append(f"the model would have more than {_MAX_PARAMETERS:,} parameters")
     if problems:

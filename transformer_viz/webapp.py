@@ -274,14 +274,19 @@ def rnn_metadata(name: str) -> dict:
     return load_metadata(list_checkpoints("rnn")[name])
 
 
+def _load_listed(arch: str, name: str, what: str) -> Checkpoint:
+    """A checkpoint of this architecture by its listed name (never a typed path)."""
+    available = list_checkpoints(arch)
+    if name not in available:
+        raise CheckpointError(f"unknown {what} checkpoint {name!r}")
+    configure_torch_threads()
+    return load_checkpoint(available[name])
+
+
 @st.cache_resource(show_spinner="Loading the recurrent model…", max_entries=4)
 def get_rnn_checkpoint(name: str) -> Checkpoint:
     """A recurrent model, once per process, shared by every session: never mutate it."""
-    available = list_checkpoints("rnn")
-    if name not in available:
-        raise CheckpointError(f"unknown recurrent checkpoint {name!r}")
-    configure_torch_threads()
-    return load_checkpoint(available[name])
+    return _load_listed("rnn", name, "recurrent")
 
 
 @st.cache_resource(show_spinner="Running the recurrent model…", max_entries=32, ttl=3600)
@@ -300,11 +305,7 @@ def vit_checkpoints() -> list[str]:
 @st.cache_resource(show_spinner="Loading the Vision Transformer…", max_entries=2)
 def get_vit_checkpoint(name: str) -> Checkpoint:
     """A Vision Transformer, once per process, shared by every session: never mutate it."""
-    available = list_checkpoints("vit")
-    if name not in available:
-        raise CheckpointError(f"unknown Vision Transformer checkpoint {name!r}")
-    configure_torch_threads()
-    return load_checkpoint(available[name])
+    return _load_listed("vit", name, "Vision Transformer")
 
 
 @st.cache_resource(show_spinner="Loading the digits…", max_entries=1)
