@@ -14,13 +14,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from page_steps import time_new_inputs  # noqa: E402
 
 
 def main() -> None:
@@ -33,26 +34,10 @@ def main() -> None:
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
     at.run()
-    at.switch_page("app_pages/vit.py")
-    t = time.perf_counter()
-    at.run()
-    first = time.perf_counter() - t
-    labels = [tab.label for tab in at.tabs]
-    results, used = {}, 1
-    for label in labels:
-        at.session_state["vit_step"] = label
-        at.run()  # this step's figures for the current digit
-        times = []
-        for _ in range(args.digits):
-            at.number_input(key="vit_digit").set_value(used)
-            used += 1
-            t = time.perf_counter()
-            at.run()
-            times.append(time.perf_counter() - t)
-            if at.exception:
-                raise SystemExit(at.exception[0].value)
-        results[label] = {"median_ms": round(1000 * statistics.median(times)), "max_ms": round(1000 * max(times))}
-    print(json.dumps({"first_open_s": round(first, 2), "new_digit_per_step": results}, indent=1, ensure_ascii=False))
+    timed = time_new_inputs(at, "app_pages/vit.py", "vit_step",
+                            lambda at, k: at.number_input(key="vit_digit").set_value(k + 1), args.digits)
+    print(json.dumps({"first_open_s": timed["first_open_s"], "new_digit_per_step": timed["per_step"]}, indent=1,
+                     ensure_ascii=False))
 
 
 if __name__ == "__main__":
