@@ -64,12 +64,16 @@ def sentence_trace(tiny_model):
 
 
 TINY_VIT, TINY_VIT_SEED = dict(d_model=16, d_ff=32, h=2, N=2, dropout=0.0), 3
+TINY_DETR, TINY_DETR_SEED = dict(backbone_channels=4, d_model=16, d_ff=32, h=2, n_queries=6), 4
 
 
 @pytest.fixture(scope="session")
 def checkpoint_dir(tmp_path_factory, tiny_model, tokenizer):
     """The tiny Transformer, and beside it two tiny recurrent models (without and with attention) for the RNN
-    page and a tiny Vision Transformer (random weights) for the ViT page; the sidebar lists the Transformer only."""
+    page, a tiny Vision Transformer and a tiny DETR (random weights) for their pages; the sidebar lists the
+    Transformer only."""
+    from transformer_viz.canvases import save_detr_checkpoint
+    from transformer_viz.detr import DETR, DETRConfig
     from transformer_viz.digits import save_vit_checkpoint
     from transformer_viz.rnn import RNNSeq2Seq, preset as rnn_preset
     from transformer_viz.vit import ViT, ViTConfig
@@ -85,6 +89,10 @@ def checkpoint_dir(tmp_path_factory, tiny_model, tokenizer):
     torch.manual_seed(TINY_VIT_SEED)
     save_vit_checkpoint(path.parent / "vit-tiny", ViT(ViTConfig(**TINY_VIT)).eval(),
                         {"held_out_accuracy": 0.125, "held_out_images": 360})
+    torch.manual_seed(TINY_DETR_SEED)
+    save_detr_checkpoint(path.parent / "detr-tiny", DETR(DETRConfig(**TINY_DETR)).eval(),
+                         {"test": {"canvases": 1000, "seed": 5, "images": "held-out", "precision": 0.031,
+                                   "recall": 0.042}})
     return path
 
 

@@ -5,7 +5,8 @@ Layout::
     DIR/model.safetensors   weights (float16 or float32), read with safetensors: no code is executed
     DIR/config.json         ModelConfig, rebuilds the model (or RNNConfig, marked "arch": "rnn": a recurrent
                             encoder–decoder, see rnn.py; or ViTConfig, "arch": "vit": the Vision Transformer
-                            of vit.py, whose directory has no tokenizer, see digits.py)
+                            of vit.py, whose directory has no tokenizer, see digits.py; or DETRConfig,
+                            "arch": "detr": the toy Detection Transformer of detr.py, see canvases.py)
     DIR/tokenizer/          the tokenizer, saved with save_pretrained (tokenizer.json is plain JSON)
     DIR/generation_config.json  decoding defaults (beam width, length penalty), transformers' format
     DIR/metadata.json       training data, hyper-parameters, per-epoch history, scores (the model card data)
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
     from .model import Transformer
     from .rnn import RNNConfig, RNNSeq2Seq
+    from .detr import DETR, DETRConfig
     from .vit import ViT, ViTConfig
 
 WEIGHTS, CONFIG, METADATA, TOKENIZER_DIR, CARD = "model.safetensors", "config.json", "metadata.json", "tokenizer", "README.md"
@@ -45,9 +47,9 @@ class CheckpointError(RuntimeError):
 
 @dataclass
 class Checkpoint:
-    model: Transformer | RNNSeq2Seq | ViT  # the recurrent models (rnn.py) offer what the engine uses of a Transformer
-    tokenizer: object  # None for the Vision Transformer, which reads pixels
-    config: ModelConfig | RNNConfig | ViTConfig
+    model: Transformer | RNNSeq2Seq | ViT | DETR  # the recurrent models (rnn.py) offer what the engine uses of a Transformer
+    tokenizer: object  # None for the Vision Transformer and the DETR, which read pixels
+    config: ModelConfig | RNNConfig | ViTConfig | DETRConfig
     metadata: dict = field(default_factory=dict)
     path: Path | None = None
     generation: GenerationDefaults = field(default_factory=GenerationDefaults)  # decoding defaults
@@ -75,15 +77,22 @@ def is_vit_config(data: dict) -> bool:
     return isinstance(data, dict) and data.get("arch") == "vit"
 
 
+def is_detr_config(data: dict) -> bool:
+    """A config.json's contents describe the toy Detection Transformer (detr.py)."""
+    return isinstance(data, dict) and data.get("arch") == "detr"
+
+
 def checkpoint_arch(directory: str | Path) -> str:
-    """"rnn", "vit" or "transformer", from config.json alone (no torch); "" when config.json cannot be read."""
+    """"rnn", "vit", "detr" or "transformer", from config.json alone (no torch); "" when config.json cannot be read."""
     try:
         data = json.loads((Path(directory) / CONFIG).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return ""
     if not isinstance(data, dict):
         return ""
-    return "rnn" if is_rnn_config(data) else "vit" if is_vit_config(data) else "transformer"
+    if is_rnn_config(data):
+        return "rnn"
+    return data["arch"] if is_vit_config(data) or is_detr_config(data) else "transformer"
 
 
 def save_checkpoint(directory: str | Path, model: Transformer, tokenizer, metadata: dict | None = None,
@@ -201,9 +210,24 @@ def validate_vit_config(cfg) -> None:
         raise CheckpointError("; ".join(problems))
 
 
+_DETR_LIMITS = {"canvas_size": (4, 1024), "backbone_channels": (1, 1024), "n_queries": (1, 1024),
+                "n_classes": (1, 100_000), "d_model": (2, 8192), "d_ff": (1, 65536), "h": (1, 256),
+                "n_encoder_layers": (1, 64), "n_decoder_layers": (1, 64)}
+
+
+def validate_detr_config(cfg) -> None:
+    """The toy DETR's fields, checked as :func:`validate_config` checks a Transformer's."""
+    problems = _field_problems(cfg, _DETR_LIMITS, ("dropout", "attn_dropout"), ("layer_norm_eps",), ("pre_ln",))
+    layers = 0 if problems else cfg.n_encoder_layers + 2 * cfg.n_decoder_layers
+    if layers * (4 * cfg.d_model ** 2 + 2 * cfg.d_model * cfg.d_ff) > _MAX_PARAMETERS:
+        problems.append(f"the model would have more than {_MAX_PARAMETERS:,} parameters")
+    if problems:
+        raise CheckpointError("; ".join(problems))
+
+
 def load_config(directory: str | Path):
     """The checkpoint's ModelConfig, its RNNConfig when config.json says "arch": "rnn", its ViTConfig for
-    "arch": "vit"."""
+    "arch": "vit", its DETRConfig for "arch": "detr"."""
     path = Path(directory) / CONFIG
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -219,6 +243,11 @@ def load_config(directory: str | Path):
 
             cfg = ViTConfig.from_dict(data)
             validate_vit_config(cfg)
+        elif is_detr_config(data):
+            from .detr import DETRConfig
+
+            cfg = DETRConfig.from_dict(data)
+            validate_detr_config(cfg)
         else:
             cfg = ModelConfig.from_dict(data)
             validate_config(cfg)
@@ -284,8 +313,8 @@ def load_checkpoint(directory: str | Path, device: str | torch.device = "cpu", d
     path = Path(directory)
     _refuse_pickles(path)
     cfg = load_config(path)
-    if getattr(cfg, "arch", "") == "vit":
-        return _load_vit(path, cfg, device, dtype)
+    if getattr(cfg, "arch", "") in ("vit", "detr"):
+        return _load_image_model(path, cfg, device, dtype)
     try:
         if isinstance(cfg, ModelConfig):
             model = Transformer(cfg)
@@ -315,14 +344,16 @@ def load_checkpoint(directory: str | Path, device: str | torch.device = "cpu", d
     return Checkpoint(model, tokenizer, cfg, load_metadata(path), path, generation)
 
 
-def _load_vit(path: Path, cfg, device, dtype: str) -> Checkpoint:
-    """The Vision Transformer (vit.py): weights and config, no tokenizer, no generation defaults."""
+def _load_image_model(path: Path, cfg, device, dtype: str) -> Checkpoint:
+    """The Vision Transformer (vit.py) or the DETR (detr.py): weights and config, no tokenizer, no generation
+    defaults."""
     import torch
 
+    from .detr import DETR
     from .vit import ViT
 
     try:
-        model = ViT(cfg)
+        model = (ViT if cfg.arch == "vit" else DETR)(cfg)
     except (RuntimeError, ValueError, TypeError) as exc:
         raise CheckpointError(f"{path / CONFIG} describes a model that cannot be built: {exc}") from exc
     tensors = _read_weights(path / WEIGHTS, model.state_dict(), set())

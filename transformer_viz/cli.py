@@ -1,5 +1,5 @@
-"""Command line: ``python -m transformer_viz {translate,trace,shapes,train,train-rnn,train-vit,vit-eval,evaluate,
-bleu-by-length,language-stats,download-data}``."""
+"""Command line: ``python -m transformer_viz {translate,trace,shapes,train,train-rnn,train-vit,vit-eval,train-detr,
+detr-eval,evaluate,bleu-by-length,language-stats,download-data}``."""
 
 from __future__ import annotations
 
@@ -13,12 +13,15 @@ DEFAULT_CHECKPOINT = Path(__file__).resolve().parent.parent / "checkpoints" / "d
 
 
 def _load(path, dtype: str = "float32", device: str = "cpu"):
-    """A translation model (a Transformer or a recurrent one); the Vision Transformer is refused with a reason."""
+    """A translation model (a Transformer or a recurrent one); the image models are refused with a reason."""
     from .checkpoint import CheckpointError, checkpoint_arch, load_checkpoint
 
     if checkpoint_arch(path) == "vit":
         raise CheckpointError(f"{path} is the Vision Transformer (digits), not a translation model; "
-                              f"see `python -m transformer_viz train-vit`")
+                              f"see `python -m transformer_viz vit-eval`")
+    if checkpoint_arch(path) == "detr":
+        raise CheckpointError(f"{path} is the DETR (digits on canvases), not a translation model; "
+                              f"see `python -m transformer_viz detr-eval`")
 
     if device == "auto":  # batch work (evaluation) runs on a GPU when there is one
         import torch
@@ -181,6 +184,37 @@ def cmd_vit_eval(args) -> int:
                       "images": int(len(split.test_labels)),
                       "held_out_accuracy": round(accuracy(checkpoint.model, split.test_images, split.test_labels), 4),
                       "model_card": checkpoint.metadata.get("held_out_accuracy")}))
+    return 0
+
+
+def cmd_train_detr(args) -> int:
+    from .canvases import DETRTrainConfig, train_detr
+
+    tc = DETRTrainConfig(**{name: getattr(args, name) for name in DETRTrainConfig.__dataclass_fields__})
+    metadata = train_detr(tc, args.run_dir, args.out, log=(lambda _: None) if args.no_progress else print)
+    print(json.dumps({"validation": metadata["validation"], "minutes": metadata["training"]["minutes"],
+                      "steps": metadata["training"]["steps_run"], "out": args.out}))
+    return 0
+
+
+def cmd_detr_eval(args) -> int:
+    from .canvases import TRAIN_SEED, evaluate, model_card
+    from .checkpoint import CARD, METADATA, CheckpointError, checkpoint_arch, load_checkpoint
+
+    if checkpoint_arch(args.checkpoint) != "detr":
+        raise CheckpointError(f"{args.checkpoint} is not a DETR checkpoint (config.json's \"arch\" is not \"detr\")")
+    if args.seed == TRAIN_SEED:
+        raise SystemExit(f"error: seed {TRAIN_SEED} made the training canvases; evaluate on any other seed")
+    if args.canvases < 1:
+        raise SystemExit("error: --canvases must be at least 1")
+    checkpoint = load_checkpoint(args.checkpoint)
+    report = evaluate(checkpoint.model, args.seed, args.canvases, args.images)
+    print(json.dumps({"checkpoint": str(args.checkpoint), "iou_threshold": 0.5, **report}))
+    if args.record:
+        meta = {**checkpoint.metadata, "test": report}
+        path = Path(args.checkpoint)
+        (path / METADATA).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+        (path / CARD).write_text(model_card(checkpoint.config, meta))
     return 0
 
 
@@ -382,6 +416,10 @@ TRAIN_FLAG_HELP = {
     "amp": "auto (fp16 on CUDA), bf16, or off",
     "warmup_epochs": "train-vit: epochs of linear learning-rate warm-up before the cosine decay",
     "shift": "train-vit: each training image moved by up to this many pixels (0: no augmentation)",
+    "steps": "train-detr: optimizer steps (batches of fresh canvases)",
+    "warmup_steps": "train-detr: steps of linear learning-rate warm-up before the cosine decay",
+    "eval_every": "train-detr: steps between checks on 200 canvases of the validation seed",
+    "val_seed": "train-detr: the seed of the canvases watched during training",
 }
 
 
@@ -414,6 +452,7 @@ def _run_flags(p: argparse.ArgumentParser, out_help: str) -> None:
 
 def _training_commands(sub) -> None:
     from .train import TrainConfig
+    from .canvases import DETRTrainConfig
     from .digits import ViTTrainConfig
     from .train_rnn import RNNTrainConfig
 
@@ -438,6 +477,24 @@ def _training_commands(sub) -> None:
     p = sub.add_parser("vit-eval", help="JSON with a Vision Transformer's accuracy on the held-out 20 %% of the digits")
     p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT.parent / "vit-digits"))
     p.set_defaults(func=cmd_vit_eval)
+
+    p = sub.add_parser("train-detr", help="train the toy DETR on fresh canvases of the training digits "
+                                          "(resumes from --run-dir)")
+    p.add_argument("--run-dir", required=True, help="working directory: resumable state and history")
+    p.add_argument("--out", required=True, help="write the checkpoint directory here")
+    p.add_argument("--no-progress", action="store_true")
+    _dataclass_flags(p, DETRTrainConfig, {})
+    p.set_defaults(func=cmd_train_detr)
+
+    p = sub.add_parser("detr-eval", help="JSON with a DETR's precision and recall (IoU >= 0.5, right class) on "
+                                         "new canvases")
+    p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT.parent / "detr-digits"))
+    p.add_argument("--canvases", type=int, default=1000, help="how many canvases (default: 1000)")
+    p.add_argument("--seed", type=int, required=True, help="canvas seed; never the training seed (0)")
+    p.add_argument("--images", default="held-out", choices=("held-out", "train"),
+                   help="which digit images fill the canvases (default: held-out, never trained on)")
+    p.add_argument("--record", action="store_true", help="store the result as the test score in the model card")
+    p.set_defaults(func=cmd_detr_eval)
 
 
 def _scoring_commands(sub) -> None:

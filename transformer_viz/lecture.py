@@ -292,7 +292,8 @@ def text_detr(ctx: Context) -> str:
     return ("DETR detects objects with the full encoder–decoder: the encoder reads the image's feature patches, "
             "and the decoder's queries are N = 100 learned object queries instead of words. Cross-attention "
             "lets each query look at the image; each query then outputs a class and a box, or ∅ (no object). "
-            "Training matches queries to the true objects one to one (Hungarian matching).")
+            "Training matches queries to the true objects one to one (Hungarian matching). The toy DETR of this "
+            "app does the same with 8 queries on 32 × 32 canvases of handwritten digits.")
 
 
 # --- helpers of the figures --------------------------------------------------------------------------

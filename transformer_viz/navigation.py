@@ -4,7 +4,8 @@ The order is the lecture's: after the overview, where the Transformer came from 
 encoder–decoders), then the inputs (tokens, embeddings, positions), attention (self-attention, its mask
 and heads), the encoder (Add & Norm, feed-forward), the decoder (cross-attention, the output), the masks
 tried out, then training (teacher forcing) before inference (decoding), then attention beyond text (a
-Vision Transformer on handwritten digits). Shapes, a reference for every step, comes last.
+Vision Transformer on handwritten digits, a Detection Transformer finding them on a canvas). Shapes, a
+reference for every step, comes last.
 
 Before them all, the Lecture: the whole lecture as a guided walkthrough, one step per idea, each linking to
 the page that shows it in full. The root URL still opens the Overview (DEFAULT_PAGE): it is what a student
@@ -40,6 +41,7 @@ PAGES: tuple[Page, ...] = (
     Page("app_pages/training.py", "Training", "training"),
     Page("app_pages/decoding.py", "Decoding", "decoding"),
     Page("app_pages/vit.py", "Beyond text: a Vision Transformer", "vit"),
+    Page("app_pages/detr.py", "Beyond text: a Detection Transformer", "detr"),
     Page("app_pages/shapes.py", "Shapes", "shapes"),
 )
 DEFAULT_PAGE = next(p for p in PAGES if p.url_path == "overview")  # what the root URL opens

@@ -197,7 +197,7 @@ def names_markdown() -> str:
         generic = name.replace(".0.", ".{i}.")
         hook = transformerlens_hook(generic)
         rows.append(f"| `{generic}` | {shape} | {formula} | {f'`{hook}`' if hook else '—'} |")
-    return _DOC_HEAD + "\n".join(rows) + "\n" + rnn_names_markdown() + vit_names_markdown()
+    return _DOC_HEAD + "\n".join(rows) + "\n" + rnn_names_markdown() + vit_names_markdown() + detr_names_markdown()
 
 
 _RNN_DOC_HEAD = """
@@ -239,6 +239,27 @@ def vit_names_markdown() -> str:
 
     return _VIT_DOC_HEAD + "\n".join(f"| `{name}` | {shape} | {formula} |" for name, shape, formula
                                      in vit_trace_names()) + "\n"
+
+
+_DETR_DOC_HEAD = """
+## The Detection Transformer (detr.py)
+
+Every name that `DETR.forward(canvas, trace=Trace())` records (the checkpoint `detr-digits`, on 32 × 32
+canvases), in order. Dimensions: S = (32 / 4)² = 64 feature-map cells, M = 8 object queries, n_classes + 1 = 11
+classes (the last is ∅, no object). The encoder and decoder layers are the translation model's own, so their
+names are the same.
+
+| name | shape | formula / meaning |
+|---|---|---|
+"""
+
+
+def detr_names_markdown() -> str:
+    """The DETR section of docs/trace_names.md, from :func:`transformer_viz.detr.trace_names`."""
+    from .detr import trace_names as detr_trace_names
+
+    return _DETR_DOC_HEAD + "\n".join(f"| `{name}` | {shape} | {formula} |" for name, shape, formula
+                                      in detr_trace_names()) + "\n"
 
 
 if __name__ == "__main__":

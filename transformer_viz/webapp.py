@@ -106,7 +106,7 @@ def _safe_name(name: str) -> bool:
 
 def list_checkpoints(arch: str = "transformer") -> dict[str, Path]:
     """Checkpoint name -> directory, for the Transformers (the sidebar's models, which every page but one
-    assumes) or, with ``arch="rnn"``, the recurrent models that the RNN page loads itself; config.json says
+    assumes) or, with ``arch="rnn"`` ("vit", "detr"), the models that one page loads itself; config.json says
     which (see :func:`~transformer_viz.checkpoint.checkpoint_arch`). Only directories inside the configured
     roots; a symlink that leads outside its root (the directory itself, or its config, weights or tokenizer)
     is ignored, as are hidden names and names with "..". Pages choose by name, never by a typed path."""
@@ -335,6 +335,34 @@ def get_vit_run(name: str, index: int, occluded: tuple[int, ...] = ()):
     with torch.no_grad():
         checkpoint.model(torch.from_numpy(image)[None], trace)  # a batch of one: (1, H, W)
     return image, trace
+
+
+def detr_checkpoints() -> list[str]:
+    """The DETR checkpoints ("arch": "detr" in config.json), by name."""
+    return sorted(list_checkpoints("detr"))
+
+
+@st.cache_resource(show_spinner="Loading the DETR…", max_entries=2)
+def get_detr_checkpoint(name: str) -> Checkpoint:
+    """A DETR, once per process, shared by every session: never mutate it."""
+    return _load_listed("detr", name, "DETR")
+
+
+@st.cache_resource(show_spinner="Running the DETR…", max_entries=64, ttl=3600)
+def get_detr_run(name: str, seed: int):
+    """(canvas, trace) of canvas 0 of ``seed`` (held-out digits, canvases.make_canvas), run once and shared
+    read-only."""
+    import torch
+
+    from .canvases import make_canvas
+    from .trace import Trace
+
+    checkpoint = get_detr_checkpoint(name)
+    canvas = make_canvas(seed, 0, "held-out", checkpoint.config.canvas_size)
+    trace = Trace()
+    with torch.no_grad():
+        checkpoint.model(torch.from_numpy(canvas.image)[None], trace)  # a batch of one: (1, H, W)
+    return canvas, trace
 
 
 @st.cache_resource(show_spinner="Timing the models on this server…", max_entries=4)

@@ -1,0 +1,123 @@
+"""Figures for the toy DETR (detr.py): the canvas with each query's box, a query's cross-attention or a feature
+cell's self-attention laid over the canvas, the queries' class probabilities, and the Hungarian matching of
+queries to objects with its cost matrix. Pure functions: arrays in, a plotly figure out."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .common import GREEN, SEQUENTIAL, make_figure
+from .vit import GREYS, OVERLAY, upsample
+
+# One colour per query, the same in every figure of the page (qualitative, dark enough on white).
+QUERY_COLOURS = ("#e6550d", "#3182bd", "#31a354", "#756bb1", "#d6616b", "#8c6d31", "#17becf", "#e377c2",
+                 "#636363", "#bcbd22")
+
+
+def query_colour(query: int) -> str:
+    return QUERY_COLOURS[query % len(QUERY_COLOURS)]
+
+
+def _pixels(box, size: int) -> tuple[float, float, float, float]:
+    """(cx, cy, w, h), fractions of the side -> pixel corners (x0, y0, x1, y1) on the heatmap's cell grid."""
+    cx, cy, w, h = (float(v) * size for v in box)
+    return cx - w / 2 - 0.5, cy - h / 2 - 0.5, cx + w / 2 - 0.5, cy + h / 2 - 0.5
+
+
+def _canvas_layout(size: int) -> dict:
+    axis = {"range": [-0.5, size - 0.5], "showgrid": False, "zeroline": False, "constrain": "domain",
+            "tickvals": list(range(0, size, 4))}
+    return {"xaxis": {**axis, "title": {"text": "pixel column"}},
+            "yaxis": {**axis, "range": [size - 0.5, -0.5], "scaleanchor": "x", "title": {"text": "pixel row"}},
+            "showlegend": False}
+
+
+def _canvas_trace(image) -> dict:
+    return {"type": "heatmap", "z": np.asarray(image, dtype=np.float64), "colorscale": GREYS, "zmin": 0.0,
+            "zmax": 1.0, "showscale": False, "name": "pixels",
+            "hovertemplate": "row %{y}, column %{x}<br>pixel %{z:.2f}<extra></extra>"}
+
+
+def box_shapes(boxes, size: int, colours: list[str], dash: str = "solid", width: int = 3) -> list[dict]:
+    return [{"type": "rect", "x0": x0, "y0": y0, "x1": x1, "y1": y1, "line": {"color": c, "width": width, "dash": dash}}
+            for (x0, y0, x1, y1), c in ((_pixels(b, size), c) for b, c in zip(boxes, colours))]
+
+
+def box_labels(boxes, texts: list[str], size: int, colours: list[str]) -> list[dict]:
+    """A label above each box's top-left corner (below it when the box touches the top)."""
+    labels = []
+    for box, text, colour in zip(boxes, texts, colours):
+        x0, y0, _, _ = _pixels(box, size)
+        labels.append({"x": x0, "y": y0, "text": text, "showarrow": False, "xanchor": "left",
+                       "yanchor": "bottom" if y0 > 2 else "top", "font": {"color": "#ffffff", "size": 12},
+                       "bgcolor": colour, "borderpad": 1})
+    return labels
+
+
+def detections_figure(image, boxes, queries: list[int], texts: list[str], true_boxes=None,
+                      title: str | None = None) -> go.Figure:
+    """The canvas with the boxes of the given queries, each in its query's colour and labelled; ``true_boxes``,
+    when given, dashed green underneath."""
+    size = np.asarray(image).shape[0]
+    colours = [query_colour(q) for q in queries]
+    layout = _canvas_layout(size)
+    truth = [] if true_boxes is None else box_shapes(true_boxes, size, [GREEN] * len(true_boxes), "dot", 2)
+    layout["shapes"] = truth + box_shapes(boxes, size, colours)
+    layout["annotations"] = box_labels(boxes, texts, size, colours)
+    return make_figure([_canvas_trace(image)], layout, title, 400)
+
+
+def attention_on_canvas_figure(image, cell_weights, boxes=(), colours=(), title: str | None = None,
+                               value_name: str = "weight", marker: tuple[int, int] | None = None) -> go.Figure:
+    """The canvas in grey with one weight per feature-map cell (S,) spread over the cell's pixels, orange over
+    grey; optional boxes, and a ``marker`` (row, column) outlining one feature-map cell."""
+    image = np.asarray(image, dtype=np.float64)
+    weights = np.asarray(cell_weights, dtype=np.float64)
+    size, grid = image.shape[0], int(round(weights.size ** 0.5))
+    stride = size // grid
+    overlay = {"type": "heatmap", "z": upsample(weights, stride), "colorscale": OVERLAY, "zmin": 0.0,
+               "zmax": float(weights.max()) or 1.0, "name": value_name, "customdata": image,
+               "colorbar": {"title": {"text": value_name}},
+               "hovertemplate": f"row %{{y}}, column %{{x}}<br>{value_name} %{{z:.3f}}<br>"
+                                "pixel %{customdata:.2f}<extra></extra>"}
+    canvas = {**_canvas_trace(image), "hoverinfo": "skip"}
+    canvas.pop("hovertemplate")
+    layout = _canvas_layout(size)
+    layout["shapes"] = box_shapes(boxes, size, list(colours), width=2)
+    if marker is not None:
+        row, col = marker
+        layout["shapes"].append({"type": "rect", "x0": col * stride - 0.5, "x1": (col + 1) * stride - 0.5,
+                                 "y0": row * stride - 0.5, "y1": (row + 1) * stride - 0.5,
+                                 "line": {"color": "#3182bd", "width": 3}})
+    return make_figure([canvas, overlay], layout, title, 400)
+
+
+def query_classes_figure(probs, class_names: list[str], title: str | None = None) -> go.Figure:
+    """P(class) for every query (M, C+1): one row per query, its most likely class's probability written in."""
+    probs = np.asarray(probs, dtype=np.float64)
+    rows = [f"query {q}" for q in range(probs.shape[0])]
+    text = [[f"{p:.2f}" if p == row.max() else "" for p in row] for row in probs]
+    trace = {"type": "heatmap", "z": probs, "x": list(class_names), "y": rows, "colorscale": SEQUENTIAL,
+             "zmin": 0.0, "zmax": 1.0, "text": text, "texttemplate": "%{text}", "name": "P",
+             "colorbar": {"title": {"text": "P"}},
+             "hovertemplate": "%{y}<br>class %{x}<br>P = %{z:.3f}<extra></extra>"}
+    layout = {"xaxis": {"type": "category", "title": {"text": "class (∅: no object)"}},
+              "yaxis": {"type": "category", "autorange": "reversed"}}
+    return make_figure([trace], layout, title, 120 + 30 * probs.shape[0])
+
+
+def cost_matrix_figure(cost, pairs: list[tuple[int, int]], object_names: list[str],
+                       title: str | None = None) -> go.Figure:
+    """The matching cost (M queries × n objects), lower is better, with the Hungarian pairs outlined."""
+    cost = np.asarray(cost, dtype=np.float64)
+    rows = [f"query {q}" for q in range(cost.shape[0])]
+    trace = {"type": "heatmap", "z": cost, "x": list(object_names), "y": rows, "colorscale": "Viridis_r",
+             "text": [[f"{c:.2f}" for c in row] for row in cost], "texttemplate": "%{text}", "name": "cost",
+             "colorbar": {"title": {"text": "cost"}},
+             "hovertemplate": "%{y}<br>%{x}<br>cost %{z:.3f}<extra></extra>"}
+    shapes = [{"type": "rect", "xref": "x", "yref": "y", "x0": j - 0.5, "x1": j + 0.5, "y0": q - 0.5, "y1": q + 0.5,
+               "line": {"color": "#d62728", "width": 4}} for q, j in pairs]
+    layout = {"xaxis": {"type": "category", "title": {"text": "object on the canvas"}},
+              "yaxis": {"type": "category", "autorange": "reversed"}, "shapes": shapes}
+    return make_figure([trace], layout, title, 120 + 30 * cost.shape[0])
