@@ -12,9 +12,6 @@ are reported per step. Target: <= 300 ms.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
 from pathlib import Path
 
@@ -22,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from page_steps import time_new_inputs  # noqa: E402
+from page_steps import main  # noqa: E402
 
 SENTENCES = [
     "Ein Mann fährt mit dem Fahrrad durch die Stadt.", "Zwei Hunde spielen im Schnee.",
@@ -42,22 +39,7 @@ def new_sentence(k: int) -> str:
     return PREFIXES[k // len(SENTENCES) % len(PREFIXES)] + SENTENCES[k % len(SENTENCES)]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--checkpoints", type=Path, default=ROOT / "checkpoints")
-    parser.add_argument("--sentences", type=int, default=6, help="new sentences timed per step")
-    args = parser.parse_args()
-    os.environ["TRANSFORMER_VIZ_CHECKPOINTS"] = str(args.checkpoints)
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
-    at.query_params["s"] = "Komm her bitte."
-    at.run()
-    timed = time_new_inputs(at, "app_pages/rnn.py", "rnn_step",
-                            lambda at, k: at.text_area(key="sentence").set_value(new_sentence(k)), args.sentences)
-    print(json.dumps({"first_open_s": timed["first_open_s"], "new_sentence_per_step": timed["per_step"]}, indent=1,
-                     ensure_ascii=False))
-
-
 if __name__ == "__main__":
-    main()
+    main(__doc__, "app_pages/rnn.py", "rnn_step", "sentences", 6,
+         lambda at, k: at.text_area(key="sentence").set_value(new_sentence(k)),
+         {"s": "Komm her bitte."})

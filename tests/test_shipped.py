@@ -105,3 +105,17 @@ def test_shipped_vit_scores_its_model_card_on_the_held_out_digits():
     measured = accuracy(checkpoint.model, split.test_images, split.test_labels)
     assert measured >= 0.97
     assert round(measured, 4) == checkpoint.metadata["held_out_accuracy"]
+
+
+def test_shipped_detr_scores_its_model_card_on_new_canvases():
+    """The model card's test: the same 1,000 canvases (held-out digits, a seed training never used), ~3 s."""
+    from transformer_viz.canvases import TRAIN_SEED, evaluate
+
+    path = ROOT / "checkpoints" / "detr-digits"
+    if not (path / "model.safetensors").is_file():
+        pytest.skip(f"no shipped checkpoint at {path}")
+    checkpoint = load_checkpoint(path)
+    recorded = checkpoint.metadata["test"]
+    assert recorded["seed"] != TRAIN_SEED and recorded["images"] == "held-out"
+    measured = evaluate(checkpoint.model, recorded["seed"], recorded["canvases"], recorded["images"])
+    assert measured == recorded
