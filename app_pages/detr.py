@@ -19,14 +19,15 @@ from transformer_viz.plots.detr import (attention_on_canvas_figure, cost_matrix_
 MAX_SEED = 1_000_000
 
 webapp.page_header(
-    "Attention can also **find things**. The Detection Transformer (DETR) turns an image into a grid of feature "
-    "vectors with a small CNN; each cell is a token of the encoder. The decoder does not translate: it starts "
-    "from a fixed set of learned **object queries**, and each query asks the image, through cross-attention, "
-    "for one object: a class (or ∅, nothing) and a box. No anchors, no overlap clean-up: in training, the "
-    "Hungarian algorithm pairs each true object with one query. Here: canvases of digits from scikit-learn, a "
-    "small DETR trained on this server's CPU; the digits drawn here are held-out images it never trained on.",
-    r"\text{tokens} = \mathrm{CNN}(x) + E_{pos},\quad y = \mathrm{Decoder}(Q_{obj},\ \mathrm{Encoder}(\text{tokens})),"
-    r"\quad \hat p_i = \mathrm{softmax}(W_c\, y_i),\ \hat b_i = \sigma(\mathrm{MLP}(y_i))",
+    "Attention can also **find things**. DETR turns an image into a grid of feature vectors with a small CNN, "
+    "one encoder token per cell. Its decoder starts from a fixed set of learned **object queries**; through "
+    "cross-attention each asks the image for one object: a class (or ∅, nothing) and a box. In training the "
+    "Hungarian algorithm pairs each true object with one query. Here: a small DETR trained on this server's "
+    "CPU, on canvases of scikit-learn's digits; the digits drawn here are held-out images it never saw.",
+    r"\begin{gathered}\text{tokens} = \mathrm{CNN}(x) + E_{pos},\quad "
+    r"y = \mathrm{Decoder}\big(Q_{obj},\ \mathrm{Encoder}(\text{tokens})\big),\\ "
+    r"\hat p_i = \mathrm{softmax}(W_c\, y_i)\ \ (\text{10 digits} + \varnothing),\quad "
+    r"\hat b_i = \sigma\big(\mathrm{MLP}(y_i)\big) = (c_x, c_y, w, h)\end{gathered}",
     run=False)
 names = webapp.detr_checkpoints()
 if not names:
@@ -86,22 +87,19 @@ def heads(weights: np.ndarray, head: int | None) -> np.ndarray:
 
 if detect_tab.open:
     with detect_tab:
-        left, right = st.columns(2)
-        with left:
-            texts = [f"q{d.query}: {CLASSES[d.label]} {d.score:.2f}" for d in found]
-            fig = webapp.cached_figure(detections_figure, canvas.image, [d.box for d in found],
-                                       [d.query for d in found], texts, title="What the queries found")
-            webapp.chart(fig, {"query": [d.query for d in found], "class": [CLASSES[d.label] for d in found],
-                               "P": [d.score for d in found], "box (cx, cy, w, h)": [d.box.round(3) for d in found]},
-                         "detr-detections", caption="Each box is one query's answer, in its colour; the queries that "
-                                                    "say ∅ draw nothing.")
-        with right:
-            probs = trace["detr.class_probs"][0].numpy()  # (M, C+1)
-            fig = webapp.cached_figure(query_classes_figure, probs, list(CLASSES),
-                                       title=f"P(class) of all {cfg.n_queries} queries (detr.class_probs)")
-            webapp.chart(fig, webapp.token_frame(probs, query_names), "detr-classes",
-                         caption="Every query answers every time; most say ∅. The same query tends to look in the "
-                                 "same part of the canvas for every image: the queries split the work by place.")
+        texts = [f"q{d.query}: {CLASSES[d.label]} {d.score:.2f}" for d in found]
+        fig = webapp.cached_figure(detections_figure, canvas.image, [d.box for d in found], [d.query for d in found],
+                                   texts, title="What the queries found")
+        webapp.chart(fig, {"query": [d.query for d in found], "class": [CLASSES[d.label] for d in found],
+                           "P": [d.score for d in found], "box (cx, cy, w, h)": [d.box.round(3) for d in found]},
+                     "detr-detections", caption="Each box is one query's answer, in its colour, with the class and its "
+                                                "probability; the queries that say ∅ draw nothing.")
+        probs = trace["detr.class_probs"][0].numpy()  # (M, C+1)
+        fig = webapp.cached_figure(query_classes_figure, probs, list(CLASSES),
+                                   title=f"P(class) of all {cfg.n_queries} queries (detr.class_probs)")
+        webapp.chart(fig, webapp.token_frame(probs.T, list(CLASSES), query_names), "detr-classes",
+                     caption="Every query answers every time; most say ∅. The same query tends to look in the same "
+                             "part of the canvas for every image: the queries split the work by place.")
 
 if cross_tab.open:
     with cross_tab:
@@ -158,7 +156,7 @@ if match_tab.open:
         with right:
             fig = webapp.cached_figure(cost_matrix_figure, cost, list(zip(queries.tolist(), objects.tolist())),
                                        object_names, title="Cost −P(class) + 5·L1 − 2·GIoU; red: the pairing")
-            webapp.chart(fig, webapp.token_frame(cost, query_names), "detr-cost")
+            webapp.chart(fig, webapp.token_frame(cost, query_names, object_names), "detr-cost")
         st.markdown(f"The set loss of this canvas: cross-entropy **{float(loss['class']):.3f}** (∅ weighted 0.1) + "
                     f"5 × L1 **{float(loss['l1']):.3f}** + 2 × (1 − GIoU) **{float(loss['giou']):.3f}** = "
                     f"**{float(loss['loss']):.3f}**.")

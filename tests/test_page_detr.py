@@ -48,7 +48,7 @@ def test_detr_page(detr_app, every_step, open_step):
 
     at = open_step(at, "detr_step", 0)
     np.testing.assert_allclose(z_of(chart(at, "detr-detections")["data"][0]), canvas.image)
-    np.testing.assert_allclose(z_of(chart(at, "detr-classes")["data"][0]), trace["detr.class_probs"][0].numpy(),
+    np.testing.assert_allclose(z_of(chart(at, "detr-classes")["data"][0]), trace["detr.class_probs"][0].numpy().T,
                                atol=1e-6)
 
     at = open_step(at, "detr_step", 1)

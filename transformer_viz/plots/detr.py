@@ -94,17 +94,18 @@ def attention_on_canvas_figure(image, cell_weights, boxes=(), colours=(), title:
 
 
 def query_classes_figure(probs, class_names: list[str], title: str | None = None) -> go.Figure:
-    """P(class) for every query (M, C+1): one row per query, its most likely class's probability written in."""
+    """P(class) for every query (M, C+1), drawn as one column per query and one row per class (narrow enough
+    for half a page), each query's most likely class's probability written in."""
     probs = np.asarray(probs, dtype=np.float64)
-    rows = [f"query {q}" for q in range(probs.shape[0])]
-    text = [[f"{p:.2f}" if p == row.max() else "" for p in row] for row in probs]
-    trace = {"type": "heatmap", "z": probs, "x": list(class_names), "y": rows, "colorscale": SEQUENTIAL,
-             "zmin": 0.0, "zmax": 1.0, "text": text, "texttemplate": "%{text}", "name": "P",
-             "colorbar": {"title": {"text": "P"}},
-             "hovertemplate": "%{y}<br>class %{x}<br>P = %{z:.3f}<extra></extra>"}
-    layout = {"xaxis": {"type": "category", "title": {"text": "class (∅: no object)"}},
-              "yaxis": {"type": "category", "autorange": "reversed"}}
-    return make_figure([trace], layout, title, 120 + 30 * probs.shape[0])
+    columns = [f"q{q}" for q in range(probs.shape[0])]
+    text = [[f"{p:.2f}" if p == column.max() else "" for p in column] for column in probs]
+    trace = {"type": "heatmap", "z": probs.T, "x": columns, "y": list(class_names), "colorscale": SEQUENTIAL,
+             "zmin": 0.0, "zmax": 1.0, "text": [list(row) for row in zip(*text)], "texttemplate": "%{text}",
+             "name": "P", "colorbar": {"title": {"text": "P"}},
+             "hovertemplate": "query %{x}<br>class %{y}<br>P = %{z:.3f}<extra></extra>"}
+    layout = {"xaxis": {"type": "category", "title": {"text": "object query"}},
+              "yaxis": {"type": "category", "autorange": "reversed", "title": {"text": "class (∅: no object)"}}}
+    return make_figure([trace], layout, title, 130 + 26 * probs.shape[1])
 
 
 def cost_matrix_figure(cost, pairs: list[tuple[int, int]], object_names: list[str],
