@@ -281,7 +281,7 @@ def model_card(cfg: DETRConfig, meta: dict) -> str:
         "", "## Scores", "",
         "Precision and recall at IoU ≥ 0.5 with the right class (`python -m transformer_viz detr-eval`):", "",
         "| canvases | images | seed | precision | recall |", "|---|---|---|---|---|"]
-    for name, row in (("validation (chosen on)", val), ("test", test)):
+    for name, row in (("validation (watched during training, nothing chosen on it)", val), ("test", test)):
         if row:
             lines.append(f"| {name}: {row.get('canvases')} | {row.get('images')} | {row.get('seed')} | "
                          f"{100 * row['precision']:.1f} % | {100 * row['recall']:.1f} % |")
