@@ -66,7 +66,7 @@ test = checkpoint.metadata.get("test", {})
 st.markdown(f"Canvas {seed} holds {len(canvas.labels)} digit{'s' if len(canvas.labels) > 1 else ''}: "
             f"**{', '.join(str(d) for d in canvas.labels)}**. The model finds "
             f"**{', '.join(CLASSES[d.label] for d in found) or 'nothing'}** with {len(found)} of its {cfg.n_queries} "
-            f"queries." + (f" On {test.get('canvases')} new canvases: precision **{100 * test['precision']:.1f} %**, "
+            f"queries." + (f" On {test.get('canvases', 0):,} new canvases: precision **{100 * test['precision']:.1f} %**, "
                            f"recall **{100 * test['recall']:.1f} %** (IoU ≥ 0.5, right class)." if test else ""))
 detect_tab, cross_tab, self_tab, match_tab = webapp.steps([
     "1 · Queries → objects", "2 · Where a query looks", "3 · Where a feature cell looks", "4 · Training: matching"],
