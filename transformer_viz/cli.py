@@ -81,7 +81,7 @@ def cmd_translate(args) -> int:
     outputs = translate_texts(ckpt.model, ckpt.tokenizer, [used[i] for i in todo], beam_size=decoding.num_beams,
                               alpha=decoding.length_penalty, progress=args.progress,
                               max_loop_repeats=decoding.max_loop_repeats, scoring=decoding.beam_scoring,
-                              early_stopping=decoding.early_stopping) if todo else []
+                              early_stopping=decoding.early_stopping, suppress=decoding.suppress_ids) if todo else []
     result = [""] * len(lines)
     for i, out in zip(todo, outputs):
         result[i] = out

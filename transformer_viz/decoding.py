@@ -67,6 +67,14 @@ def ban_loops(logp: torch.Tensor, written: torch.Tensor, max_repeats: int) -> to
     return logp.masked_fill(hit, float("-inf"))
 
 
+def suppressed(logp: torch.Tensor, suppress: tuple[int, ...]) -> torch.Tensor:
+    """logp (N, V) with −∞ for tokens that may never be written (transformers' single-token ``bad_words_ids``:
+    a Marian model's <pad>), set after the log-softmax and not renormalised, as transformers does."""
+    if not suppress:
+        return logp
+    return logp.index_fill(1, torch.tensor(list(suppress), device=logp.device), float("-inf"))
+
+
 def max_output_length(cfg: ModelConfig, source_length: int) -> int:
     """How many tokens decoding may write for a source of ``source_length`` tokens: translations are rarely
     much longer than their source, and <s> + the output must fit the model's positions."""
@@ -76,10 +84,11 @@ def max_output_length(cfg: ModelConfig, source_length: int) -> int:
 @torch.no_grad()
 def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int | None = None, top_k: int = 5,
                   record: bool = True, max_loop_repeats: int = 0,
-                  forced_prefix: list[int] | None = None) -> DecodeResult:
+                  forced_prefix: list[int] | None = None, suppress: tuple[int, ...] = ()) -> DecodeResult:
     """Pick the most probable token at every step. src (B, S) -> one output per row.
 
     ``max_loop_repeats`` > 0: the optional repetition guard (:func:`loop_bans`); 0 leaves the model's choices.
+    ``suppress``: token IDs never written (:func:`suppressed`).
     ``forced_prefix``: tokens written first instead of the model's choices ("what if it had chosen another
     word?"), the same for every row; greedy decoding goes on from there. Its steps are recorded like the
     others, with the probability the model gave each forced token."""
@@ -93,7 +102,7 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int | None = N
     scores = torch.zeros(B, device=src.device)
     out, steps = [], []
     for t in range(max_len):
-        logp = torch.log_softmax(model.decode_step(last, state).float(), dim=-1)  # (B, V)
+        logp = suppressed(torch.log_softmax(model.decode_step(last, state).float(), dim=-1), suppress)  # (B, V)
         if max_loop_repeats and out:
             logp = ban_loops(logp, torch.stack(out, dim=1), max_loop_repeats)
         best_logp, best = logp.max(dim=-1)  # (B,)
@@ -126,17 +135,19 @@ BEAM_SCORINGS = ("gnmt", "hf")
 @torch.no_grad()
 def beam_search(model: Transformer, src: torch.Tensor, beam_size: int = 5, max_len: int | None = None,
                 alpha: float = 0.6, record: bool = True, max_loop_repeats: int = 0, scoring: str = "gnmt",
-                early_stopping: bool | str = False) -> DecodeResult:
+                early_stopping: bool | str = False, suppress: tuple[int, ...] = ()) -> DecodeResult:
     """Keep the ``beam_size`` best partial translations at every step; rank finished ones by
     log-probability / length_penalty. src (B, S) -> the best output per row.
 
     ``max_loop_repeats`` > 0: the optional repetition guard (:func:`loop_bans`); 0 leaves the model's choices.
     ``scoring="hf"``: the beam search of transformers' ``generate(num_beams=…)`` instead (see
-    :func:`beam_search_hf`, which also reads ``early_stopping``); "gnmt", the default, is ours."""
+    :func:`beam_search_hf`, which also reads ``early_stopping``); "gnmt", the default, is ours.
+    ``suppress``: token IDs never written (:func:`suppressed`)."""
     if scoring not in BEAM_SCORINGS:
         raise ValueError(f"beam scoring must be one of {', '.join(BEAM_SCORINGS)}, not {scoring!r}")
     if scoring == "hf":
-        return beam_search_hf(model, src, beam_size, max_len, alpha, early_stopping, record, max_loop_repeats)
+        return beam_search_hf(model, src, beam_size, max_len, alpha, early_stopping, record, max_loop_repeats,
+                              suppress)
     cfg = model.cfg
     max_len = max_len or max_output_length(cfg, src.size(1))
     B, K, device = src.size(0), beam_size, src.device
@@ -150,7 +161,7 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int = 5, max_l
     last = torch.full((B * K,), cfg.bos_id, dtype=torch.long, device=device)
     steps = []
     for _ in range(max_len):
-        logp = torch.log_softmax(model.decode_step(last, state).float(), dim=-1)  # (B*K, V)
+        logp = suppressed(torch.log_softmax(model.decode_step(last, state).float(), dim=-1), suppress)  # (B*K, V)
         V = logp.size(-1)
         if max_loop_repeats and history.size(2):
             logp = ban_loops(logp, history.view(B * K, -1), max_loop_repeats)
@@ -207,7 +218,7 @@ def _hf_finished(fin: tuple, cand_seqs: torch.Tensor, cand_scores: torch.Tensor,
 @torch.no_grad()
 def beam_search_hf(model: Transformer, src: torch.Tensor, beam_size: int = 5, max_len: int | None = None,
                    alpha: float = 1.0, early_stopping: bool | str = False, record: bool = True,
-                   max_loop_repeats: int = 0) -> DecodeResult:
+                   max_loop_repeats: int = 0, suppress: tuple[int, ...] = ()) -> DecodeResult:
     """Beam search as transformers' ``generate(num_beams=K, length_penalty=α, early_stopping=…)`` runs it
     (transformers 5, ``GenerationMixin._beam_search``), step for step, so that a model exported with
     ``export-hf`` writes the same tokens there and here. It differs from :func:`beam_search`: each step keeps
@@ -228,7 +239,7 @@ def beam_search_hf(model: Transformer, src: torch.Tensor, beam_size: int = 5, ma
     improvable = torch.ones(B, 1, dtype=torch.bool, device=device)
     last, steps = torch.full((B * K,), cfg.bos_id, dtype=torch.long, device=device), []
     for t in range(max_len):
-        logp = torch.log_softmax(model.decode_step(last, state).float(), dim=-1)  # (B*K, V)
+        logp = suppressed(torch.log_softmax(model.decode_step(last, state).float(), dim=-1), suppress)  # (B*K, V)
         V = logp.size(-1)
         if max_loop_repeats and t:
             logp = ban_loops(logp, seqs.view(B * K, -1), max_loop_repeats)

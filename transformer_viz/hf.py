@@ -33,9 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .checkpoint import (METADATA, WEIGHTS, Checkpoint, CheckpointError, _read_weights, load_metadata,
-                         validate_config)
+                         read_generation_defaults, validate_config)
 from .config import ModelConfig
-from .generation import load_generation_defaults
 
 if TYPE_CHECKING:
     import torch
@@ -164,11 +163,18 @@ def export_hf(ckpt: Checkpoint, out: str | Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     marian.save_pretrained(str(out))
     gen = ckpt.generation
-    beam = dict(num_beams=gen.num_beams, length_penalty=gen.length_penalty,
-                early_stopping=gen.early_stopping) if gen.num_beams > 1 else {}
+    settings = dict(num_beams=gen.num_beams, length_penalty=gen.length_penalty,
+                    early_stopping=gen.early_stopping) if gen.num_beams > 1 else {}
+    if gen.suppress_ids:
+        settings["bad_words_ids"] = [[i] for i in gen.suppress_ids]
     GenerationConfig(decoder_start_token_id=cfg.bos_id, bos_token_id=cfg.bos_id, eos_token_id=cfg.eos_id,
-                     pad_token_id=cfg.pad_id, max_length=cfg.max_len, **beam).save_pretrained(str(out))
-    exported_tokenizer(ckpt.tokenizer).save_pretrained(str(out))
+                     pad_token_id=cfg.pad_id, max_length=cfg.max_len, **settings).save_pretrained(str(out))
+    if isinstance(ckpt.tokenizer, MarianSentencePieceTokenizer):  # an imported Marian model: its own files
+        for name in MARIAN_TOKENIZER_FILES:
+            if (Path(ckpt.path) / name).is_file():
+                shutil.copyfile(Path(ckpt.path) / name, out / name)
+    else:
+        exported_tokenizer(ckpt.tokenizer).save_pretrained(str(out))
     for name in (METADATA, "language_stats.json"):
         if ckpt.path is not None and (Path(ckpt.path) / name).is_file():
             shutil.copyfile(Path(ckpt.path) / name, out / name)
@@ -474,10 +480,7 @@ def load_marian(path: Path, cfg: ModelConfig, device, dtype: str) -> Checkpoint:
     tokenizer = load_hf_tokenizer(path)
     if len(tokenizer) != cfg.vocab_size:
         raise CheckpointError(f"tokenizer has {len(tokenizer)} tokens but the model's vocabulary is {cfg.vocab_size}")
-    try:
-        generation = load_generation_defaults(path, beam_scoring="hf")  # transformers' settings mean its beam
-    except ValueError as exc:
-        raise CheckpointError(str(exc)) from exc
+    generation = read_generation_defaults(path, cfg.vocab_size, beam_scoring="hf")  # transformers' settings: its beam
     return Checkpoint(model, tokenizer, cfg, load_metadata(path), path, generation)
 
 
