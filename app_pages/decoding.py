@@ -59,7 +59,8 @@ if greedy_tab.open:
             webapp.show_user_text(f"Decoder input at step {t} (<s> + {t - 1} generated)",
                                   " ".join(token_text(x) for x in inputs))
         with chosen_col:
-            webapp.show_user_text("Chosen next token" + (" (end of sentence)" if chosen_id == run.config.eos_id else ""),
+            end = " (end of sentence)" if chosen_id == run.config.eos_id else ""
+            webapp.show_user_text("Chosen next token" + end,
                                   token_text(chosen_token))
         prob_col.latex(r"P(\hat y_{%d} \mid \hat y_{<%d}, x) = %.4f" % (t, t, step.chosen_prob[0]))
 

@@ -50,13 +50,15 @@ def main() -> None:
         cap = max_output_length(cfg, len(ids))
         src = torch.tensor([ids])
         with torch.no_grad():
-            theirs_greedy = output_ids(model.generate(src, num_beams=1, max_length=1 + cap)[0, 1:], cfg.eos_id, cfg.pad_id)
+            theirs_greedy = output_ids(model.generate(src, num_beams=1, max_length=1 + cap)[0, 1:], cfg.eos_id,
+                                       cfg.pad_id)
             theirs_beam = output_ids(model.generate(src, max_length=1 + cap)[0, 1:], cfg.eos_id, cfg.pad_id)
         ours_hf = beam_search(ckpt.model, src, beams, cap, alpha, record=False, scoring="hf").tokens[0]
         counts["tokenizer"] += hf_tokenizer(source)["input_ids"] == ids
         counts["greedy"] += greedy_decode(ckpt.model, src, cap, record=False).tokens[0] == theirs_greedy
         counts["beam, scoring hf"] += ours_hf == theirs_beam
-        counts["beam, ours (GNMT)"] += beam_search(ckpt.model, src, beams, cap, alpha, record=False).tokens[0] == theirs_beam
+        ours_gnmt = beam_search(ckpt.model, src, beams, cap, alpha, record=False).tokens[0]
+        counts["beam, ours (GNMT)"] += ours_gnmt == theirs_beam
         tgt = [cfg.bos_id] + ours_hf
         with torch.no_grad():
             theirs_logits = model(input_ids=src, decoder_input_ids=torch.tensor([tgt])).logits[0]

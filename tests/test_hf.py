@@ -143,6 +143,18 @@ def test_imported_logits_and_greedy_output_match_transformers(imported, marian_d
     assert any(len(run_sentence(imported, s).decoding.tokens[0]) > 2 for s in SENTENCES)  # not all trivially short
 
 
+def test_the_pad_ban_of_the_generation_config_matters(imported):
+    """Without generation_config.json's bad_words_ids the random model would write <pad> (its logit bias is
+    high); with it, never."""
+    cfg, pad = imported.config, imported.config.pad_id
+    chosen = {}
+    for suppress in ((), imported.generation.suppress_ids):
+        chosen[suppress] = [i for s in SENTENCES for step in greedy_decode(
+            imported.model, torch.tensor([encode_source(imported.tokenizer, s, cfg.max_len).ids]), 20,
+            suppress=suppress).steps for i in step.chosen]
+    assert pad in chosen[()] and pad not in chosen[(pad,)]
+
+
 def test_imported_beam_search_matches_transformers(imported, marian_dir):
     model, cfg = marian_dir[1], imported.config
     for sentence in SENTENCES:
@@ -260,7 +272,7 @@ def test_export_writes_a_transformers_directory(exported, tiny_checkpoint):
     cfg = tiny_checkpoint.config
     assert model.config.decoder_start_token_id == cfg.bos_id and model.config.activation_function == "relu"
     assert model.config.max_position_embeddings == cfg.max_len and model.config.scale_embedding
-    for sentence in SENTENCES:  # AutoTokenizer writes our encoder input, </s> included
+    for sentence in SENTENCES + ["ein <pad> hund </s>"]:  # AutoTokenizer writes our encoder input, </s> included
         assert hf_tokenizer(sentence)["input_ids"] == encode_source(tiny_checkpoint.tokenizer, sentence, 64).ids
 
 

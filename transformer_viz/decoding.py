@@ -234,8 +234,9 @@ def beam_search_hf(model: Transformer, src: torch.Tensor, beam_size: int = 5, ma
     running = torch.zeros(B, K, device=device)
     running[:, 1:] = _DROPPED  # only the first beam expands at step 1
     seqs = torch.zeros(B, K, 0, dtype=torch.long, device=device)  # (B, K, t): running beams' tokens
-    fin = (torch.full((B, K, max_len), -1, dtype=torch.long, device=device), torch.full((B, K), _DROPPED, device=device),
-           torch.zeros(B, K, device=device), torch.zeros(B, K, dtype=torch.bool, device=device))
+    fin = (torch.full((B, K, max_len), -1, dtype=torch.long, device=device),  # finished: tokens (-1 after the end),
+           torch.full((B, K), _DROPPED, device=device), torch.zeros(B, K, device=device),  # scores, raw sums,
+           torch.zeros(B, K, dtype=torch.bool, device=device))  # and whether the slot holds one
     improvable = torch.ones(B, 1, dtype=torch.bool, device=device)
     last, steps = torch.full((B * K,), cfg.bos_id, dtype=torch.long, device=device), []
     for t in range(max_len):
@@ -259,7 +260,8 @@ def beam_search_hf(model: Transformer, src: torch.Tensor, beam_size: int = 5, ma
         length = max_len if early_stopping == "never" and alpha > 0 else t + 1  # transformers' best-case length
         worst = torch.where(fin[3], fin[1].min(dim=1, keepdim=True).values, torch.tensor(_DROPPED, device=device))
         improvable = improvable & (running[:, :1] / float(length) ** alpha > worst).any(dim=1, keepdim=True)
-        if not (bool(improvable.any()) and not (bool(fin[3].all()) and early_stopping is True) and not bool(hits.all())):
+        all_full = bool(fin[3].all()) and early_stopping is True
+        if not bool(improvable.any()) or all_full or bool(hits.all()):
             break
     out = [[i for i in row if i >= 0] for row in fin[0][:, 0].tolist()]
     return DecodeResult([output_ids(r, cfg.eos_id, cfg.pad_id) for r in out], fin[2][:, 0].tolist(), steps, "beam")

@@ -64,9 +64,10 @@ def _module_pairs(N: int) -> list[tuple[str, str, str]]:
     """(our module, Marian's module, how it touches the residual stream: "reads", "writes" or "norm")."""
     pairs = []
     for side, marian_side in (("encoder_layers", "model.encoder.layers"), ("decoder_layers", "model.decoder.layers")):
-        attentions = [("self_attn", "self_attn")] + ([("cross_attn", "encoder_attn")] if side == "decoder_layers" else [])
-        norms = (["self_attn_layer_norm", "final_layer_norm"] if side == "encoder_layers"
-                 else ["self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm"])
+        decoder = side == "decoder_layers"
+        attentions = [("self_attn", "self_attn")] + ([("cross_attn", "encoder_attn")] if decoder else [])
+        norms = (["self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm"] if decoder
+                 else ["self_attn_layer_norm", "final_layer_norm"])
         for i in range(N):
             ours, theirs = f"{side}.{i}", f"{marian_side}.{i}"
             for a, b in attentions:
@@ -175,6 +176,10 @@ def export_hf(ckpt: Checkpoint, out: str | Path) -> Path:
                 shutil.copyfile(Path(ckpt.path) / name, out / name)
     else:
         exported_tokenizer(ckpt.tokenizer).save_pretrained(str(out))
+        # Typed "<pad>" or "</s>" stays text for transformers' users too, as in our engine (tokenizer.py).
+        config = _read_json(out / "tokenizer_config.json")
+        config["split_special_tokens"] = True
+        (out / "tokenizer_config.json").write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n")
     for name in (METADATA, "language_stats.json"):
         if ckpt.path is not None and (Path(ckpt.path) / name).is_file():
             shutil.copyfile(Path(ckpt.path) / name, out / name)
@@ -275,7 +280,8 @@ def _special_tokens(directory: Path) -> dict[str, str]:
     path = directory / "tokenizer_config.json"
     config = _read_json(path) if path.is_file() else {}
     if config.get("separate_vocabs"):
-        raise ValueError("tokenizer_config.json: separate_vocabs = true is not supported (our model has one vocabulary)")
+        raise ValueError("tokenizer_config.json: separate_vocabs = true is not supported "
+                         "(our model has one vocabulary)")
 
     def token(key: str, default: str) -> str:
         value = config.get(key, default)
