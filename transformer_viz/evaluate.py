@@ -53,8 +53,11 @@ def repetition_rate(tokenizer, hypotheses: list[str], times: int = 4) -> float:
 
 @torch.no_grad()
 def translate_texts(model, tokenizer, texts: list[str], beam_size: int = 1, batch_tokens: int = 2000,
-                    alpha: float = 0.6, progress: bool = False, device=None, max_loop_repeats: int = 0) -> list[str]:
-    """Translate many sentences, batched by length; returns outputs in input order."""
+                    alpha: float = 0.6, progress: bool = False, device=None, max_loop_repeats: int = 0,
+                    scoring: str = "gnmt", early_stopping: bool | str = False,
+                    suppress: tuple[int, ...] = ()) -> list[str]:
+    """Translate many sentences, batched by length; returns outputs in input order. ``scoring`` and
+    ``early_stopping``: which beam search (decoding.beam_search); ``suppress``: IDs never written."""
     from .data import encode_pairs, make_batch, token_batches
 
     device = device or next(model.parameters()).device
@@ -76,9 +79,9 @@ def translate_texts(model, tokenizer, texts: list[str], beam_size: int = 1, batc
     try:
         for idx in batches:
             batch = make_batch([pairs[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id).to(device)
-            kwargs = {"record": False, "max_loop_repeats": max_loop_repeats}
+            kwargs = {"record": False, "max_loop_repeats": max_loop_repeats, "suppress": suppress}
             if beam_size > 1:
-                kwargs["alpha"] = alpha
+                kwargs.update(alpha=alpha, scoring=scoring, early_stopping=early_stopping)
             result = translate_ids(model, batch.src, beam_size=beam_size, **kwargs)
             for i, ids in zip(idx, result.tokens):
                 outputs[i] = decode(tokenizer, ids)
@@ -115,8 +118,10 @@ def evaluate_split(ckpt, pairs: list[tuple[str, str]], split: str, beam_size: in
     """Translate a split's sources and score them: the report row of a model card, and the hypotheses."""
     from .generation import GenerationDefaults
 
+    gen = ckpt.generation  # which beam search, and the tokens never written (an imported Marian model's)
     hyps = translate_texts(ckpt.model, ckpt.tokenizer, [s for s, _ in pairs], beam_size=beam_size, alpha=alpha,
-                           progress=progress, max_loop_repeats=max_loop_repeats)
+                           progress=progress, max_loop_repeats=max_loop_repeats, scoring=gen.beam_scoring,
+                           early_stopping=gen.early_stopping, suppress=gen.suppress_ids)
     result = score(hyps, [t for _, t in pairs])
     decoding = GenerationDefaults(num_beams=beam_size, length_penalty=alpha,
                                   max_loop_repeats=max_loop_repeats).describe()
