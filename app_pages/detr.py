@@ -11,7 +11,6 @@ import torch
 from transformer_viz import webapp
 from transformer_viz.boxes import hungarian_match, matching_cost, set_loss
 from transformer_viz.canvases import detections
-from transformer_viz.checkpoint import CheckpointError
 from transformer_viz.detr import CLASSES
 from transformer_viz.plots.detr import (attention_on_canvas_figure, cost_matrix_figure, detections_figure,
                                         query_classes_figure, query_colour)
@@ -29,16 +28,9 @@ webapp.page_header(
     r"\hat p_i = \mathrm{softmax}(W_c\, y_i)\ \ (\text{10 digits} + \varnothing),\quad "
     r"\hat b_i = \sigma\big(\mathrm{MLP}(y_i)\big) = (c_x, c_y, w, h)\end{gathered}",
     run=False)
-names = webapp.detr_checkpoints()
-if not names:
-    st.warning("This page needs the DETR checkpoint `checkpoints/detr-digits` (`python -m transformer_viz "
-               "train-detr --run-dir RUN --out checkpoints/detr-digits`), which was not found.")
-    st.stop()
-try:
-    checkpoint = webapp.get_detr_checkpoint(names[0])
-except CheckpointError as exc:
-    st.warning(webapp.escape_markdown(str(exc)))
-    st.stop()
+name, checkpoint = webapp.page_model(
+    webapp.detr_checkpoints(), webapp.get_detr_checkpoint, "the DETR checkpoint `checkpoints/detr-digits` "
+    "(`python -m transformer_viz train-detr --run-dir RUN --out checkpoints/detr-digits`)")
 cfg = checkpoint.config
 
 
@@ -59,7 +51,7 @@ def seed_picker() -> int:
 
 
 seed = seed_picker()
-canvas, trace = webapp.get_detr_run(names[0], seed)
+canvas, trace = webapp.get_detr_run(name, seed)
 logits, boxes = trace["detr.class_logits"][0], trace["detr.boxes"][0]  # (M, C+1), (M, 4)
 found = detections(logits, boxes)
 test = checkpoint.metadata.get("test", {})

@@ -5,7 +5,6 @@ head, attention rollout across the layers, and the class probabilities. Pixels c
 import streamlit as st
 
 from transformer_viz import webapp
-from transformer_viz.checkpoint import CheckpointError
 from transformer_viz.plots.vit import (attention_overlay_figure, attention_rollout, class_probs_figure,
                                        patch_embeddings_figure, patch_grid_figure)
 
@@ -19,17 +18,10 @@ webapp.page_header(
     r"z_0 = [x_{cls};\, x_p^1 E; \dots; x_p^P E] + E_{pos},\quad z_\ell = \mathrm{EncoderLayer}(z_{\ell-1}),\quad "
     r"y = \mathrm{softmax}\big(W\, \mathrm{LN}(z_N^{0})\big)",
     run=False)
-names = webapp.vit_checkpoints()
-if not names:
-    st.warning("This page needs the Vision Transformer checkpoint `checkpoints/vit-digits` "
-               "(`python -m transformer_viz train-vit --out checkpoints/vit-digits`), which was not found.")
-    st.stop()
-try:
-    checkpoint = webapp.get_vit_checkpoint(names[0])
-    split = webapp.digits_split()
-except CheckpointError as exc:
-    st.warning(webapp.escape_markdown(str(exc)))
-    st.stop()
+name, checkpoint = webapp.page_model(
+    webapp.vit_checkpoints(), webapp.get_vit_checkpoint, "the Vision Transformer checkpoint "
+    "`checkpoints/vit-digits` (`python -m transformer_viz train-vit --out checkpoints/vit-digits`)")
+split = webapp.digits_split()
 cfg, n_test = checkpoint.config, len(split.test_labels)
 P, p = cfg.n_patches, cfg.patch_size
 
@@ -50,7 +42,7 @@ def pickers() -> tuple[int, tuple[int, ...], int, int]:
 
 
 index, occluded, layer, head = pickers()
-image, trace = webapp.get_vit_run(names[0], index, occluded)
+image, trace = webapp.get_vit_run(name, index, occluded)
 probs = trace["probs"][0].numpy()  # (10,)
 label = int(split.test_labels[index])
 st.markdown(f"Held-out image {index}: a **{label}**. The model says **{int(probs.argmax())}** "

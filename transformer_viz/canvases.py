@@ -290,18 +290,7 @@ def model_card(cfg: DETRConfig, meta: dict) -> str:
 
 
 def save_detr_checkpoint(directory: str | Path, model: DETR, metadata: dict) -> Path:
-    from safetensors.torch import save_file
-
-    from .checkpoint import CARD, CONFIG, METADATA, WEIGHTS
+    from .checkpoint import save_image_model
     from .digits import DATA_CREDIT
 
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    save_file(tensors, str(directory / WEIGHTS), metadata={"format": "pt"})
-    model.cfg.save(directory / CONFIG)
-    meta = {**metadata, "arch": "detr", "parameters": model.num_parameters(), "weights_dtype": "float32",
-            "digits_credit": DATA_CREDIT}
-    (directory / METADATA).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
-    (directory / CARD).write_text(model_card(model.cfg, meta))
-    return directory
+    return save_image_model(directory, model, {**metadata, "digits_credit": DATA_CREDIT}, model_card)

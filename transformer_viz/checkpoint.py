@@ -396,6 +396,22 @@ def _load_image_model(path: Path, cfg, device, dtype: str) -> Checkpoint:
     return Checkpoint(model, None, cfg, load_metadata(path), path)
 
 
+def save_image_model(directory: str | Path, model, metadata: dict, card) -> Path:
+    """The ViT's or the DETR's directory: float32 weights, its config (whose ``arch`` says which), metadata.json
+    (with the parameter count) and the model card that ``card(cfg, metadata)`` writes. No tokenizer."""
+    from safetensors.torch import save_file
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    save_file(tensors, str(directory / WEIGHTS), metadata={"format": "pt"})
+    model.cfg.save(directory / CONFIG)
+    meta = {**metadata, "arch": model.cfg.arch, "parameters": model.num_parameters(), "weights_dtype": "float32"}
+    (directory / METADATA).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+    (directory / CARD).write_text(card(model.cfg, meta))
+    return directory
+
+
 def load_metadata(directory: str | Path) -> dict:
     """metadata.json as a dict ({} when there is none; for a Marian directory without one, its name and
     languages, see hf.marian_metadata). JSON only, no torch: cheap enough for a sidebar."""

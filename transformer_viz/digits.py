@@ -16,7 +16,6 @@ Checkpoint layout (no tokenizer; ``checkpoint.load_checkpoint`` reads it by ``"a
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from dataclasses import asdict, dataclass, field
@@ -164,16 +163,6 @@ def model_card(cfg: ViTConfig, meta: dict) -> str:
 
 
 def save_vit_checkpoint(directory: str | Path, model: ViT, metadata: dict) -> Path:
-    from safetensors.torch import save_file
+    from .checkpoint import save_image_model
 
-    from .checkpoint import CARD, CONFIG, METADATA, WEIGHTS
-
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    save_file(tensors, str(directory / WEIGHTS), metadata={"format": "pt"})
-    model.cfg.save(directory / CONFIG)
-    meta = {**metadata, "arch": "vit", "parameters": model.num_parameters(), "weights_dtype": "float32"}
-    (directory / METADATA).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
-    (directory / CARD).write_text(model_card(model.cfg, meta))
-    return directory
+    return save_image_model(directory, model, metadata, model_card)

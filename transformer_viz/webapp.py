@@ -342,6 +342,19 @@ def get_vit_run(name: str, index: int, occluded: tuple[int, ...] = ()):
     return image, trace
 
 
+def page_model(names: list[str], load, missing: str) -> tuple[str, Checkpoint]:
+    """The first listed checkpoint of a page that loads its own model (the ViT, the DETR) and its name; where
+    there is none, or it cannot be loaded, the page says so (``missing``: what to put where) and stops."""
+    if not names:
+        st.warning(f"This page needs {missing}, which was not found.")
+        st.stop()
+    try:
+        return names[0], load(names[0])
+    except CheckpointError as exc:
+        st.warning(escape_markdown(str(exc)))
+        st.stop()
+
+
 def detr_checkpoints() -> list[str]:
     """The DETR checkpoints ("arch": "detr" in config.json), by name."""
     return sorted(list_checkpoints("detr"))

@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .common import GREEN, SEQUENTIAL, make_figure
-from .vit import GREYS, OVERLAY, upsample
+from .vit import GREYS, overlay_traces, upsample
 
 # One colour per query, the same in every figure of the page (qualitative, dark enough on white).
 QUERY_COLOURS = ("#e6550d", "#3182bd", "#31a354", "#756bb1", "#d6616b", "#8c6d31", "#17becf", "#e377c2",
@@ -72,17 +72,9 @@ def attention_on_canvas_figure(image, cell_weights, boxes=(), colours=(), title:
                                value_name: str = "weight", marker: tuple[int, int] | None = None) -> go.Figure:
     """The canvas in grey with one weight per feature-map cell (S,) spread over the cell's pixels, orange over
     grey; optional boxes, and a ``marker`` (row, column) outlining one feature-map cell."""
-    image = np.asarray(image, dtype=np.float64)
     weights = np.asarray(cell_weights, dtype=np.float64)
-    size, grid = image.shape[0], int(round(weights.size ** 0.5))
+    size, grid = np.asarray(image).shape[0], int(round(weights.size ** 0.5))
     stride = size // grid
-    overlay = {"type": "heatmap", "z": upsample(weights, stride), "colorscale": OVERLAY, "zmin": 0.0,
-               "zmax": float(weights.max()) or 1.0, "name": value_name, "customdata": image,
-               "colorbar": {"title": {"text": value_name}},
-               "hovertemplate": f"row %{{y}}, column %{{x}}<br>{value_name} %{{z:.3f}}<br>"
-                                "pixel %{customdata:.2f}<extra></extra>"}
-    canvas = {**_canvas_trace(image), "hoverinfo": "skip"}
-    canvas.pop("hovertemplate")
     layout = _canvas_layout(size)
     layout["shapes"] = box_shapes(boxes, size, list(colours), width=2)
     if marker is not None:
@@ -90,7 +82,7 @@ def attention_on_canvas_figure(image, cell_weights, boxes=(), colours=(), title:
         layout["shapes"].append({"type": "rect", "x0": col * stride - 0.5, "x1": (col + 1) * stride - 0.5,
                                  "y0": row * stride - 0.5, "y1": (row + 1) * stride - 0.5,
                                  "line": {"color": "#3182bd", "width": 3}})
-    return make_figure([canvas, overlay], layout, title, 400)
+    return make_figure(overlay_traces(image, upsample(weights, stride), value_name), layout, title, 400)
 
 
 def query_classes_figure(probs, class_names: list[str], title: str | None = None) -> go.Figure:

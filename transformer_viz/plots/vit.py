@@ -93,23 +93,28 @@ def patch_embeddings_figure(values, row_labels: list[str], title: str | None = N
     return make_figure([trace], layout, title, max(260, 110 + 18 * values.shape[0]))
 
 
-def attention_overlay_figure(image, patch_weights, patch_size: int, title: str | None = None,
-                             value_name: str = "weight") -> go.Figure:
-    """The digit in grey with one weight per patch (P,) upsampled to its pixels and laid over it,
-    semi-transparent (0: clear, the largest weight: strong orange); the patch grid drawn on top."""
+def overlay_traces(image, pixel_values, value_name: str) -> list[dict]:
+    """The image in grey (no hover of its own) and one value per pixel (H, W) laid over it, semi-transparent
+    (0: clear, the largest value: strong orange); the hover shows the value and the pixel under it."""
     image = np.asarray(image, dtype=np.float64)
-    weights = np.asarray(patch_weights, dtype=np.float64)
-    size = image.shape[0]
-    overlay = {"type": "heatmap", "z": upsample(weights, patch_size), "colorscale": OVERLAY, "zmin": 0.0,
-               "zmax": float(weights.max()) or 1.0, "name": value_name, "customdata": image,
-               "colorbar": {"title": {"text": value_name}},
+    values = np.asarray(pixel_values, dtype=np.float64)
+    overlay = {"type": "heatmap", "z": values, "colorscale": OVERLAY, "zmin": 0.0, "zmax": float(values.max()) or 1.0,
+               "name": value_name, "customdata": image, "colorbar": {"title": {"text": value_name}},
                "hovertemplate": f"row %{{y}}, column %{{x}}<br>{value_name} %{{z:.3f}}<br>"
                                 "pixel %{customdata:.2f}<extra></extra>"}
     image_trace = {**_image_trace(image), "hoverinfo": "skip"}
     image_trace.pop("hovertemplate")
+    return [image_trace, overlay]
+
+
+def attention_overlay_figure(image, patch_weights, patch_size: int, title: str | None = None,
+                             value_name: str = "weight") -> go.Figure:
+    """The digit in grey with one weight per patch (P,) upsampled to its pixels and laid over it
+    (:func:`overlay_traces`); the patch grid drawn on top."""
+    size = np.asarray(image).shape[0]
     layout = _image_layout(size)
     layout["shapes"] = _grid_shapes(size, patch_size, "rgba(49, 130, 189, 0.5)")
-    return make_figure([image_trace, overlay], layout, title, 380)
+    return make_figure(overlay_traces(image, upsample(patch_weights, patch_size), value_name), layout, title, 380)
 
 
 def class_probs_figure(probs, true_label: int | None = None, title: str | None = None) -> go.Figure:
