@@ -91,7 +91,7 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int | None = N
     shrink = not record if shrink is None else shrink
     B, device = src.size(0), src.device
     state = model.start_state(src)
-    rows = torch.arange(B, device=device)  # (N,) the sentence each row of the shrinking batch belongs to
+    rows = slice(None)  # the sentences still in the batch: all of them until one leaves, then their indices (N,)
     last = torch.full((B,), cfg.bos_id, dtype=torch.long, device=device)
     finished = torch.zeros(B, dtype=torch.bool, device=device)
     scores = torch.zeros(B, device=device)
@@ -118,7 +118,8 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int | None = N
         last = best
         if shrink and bool(finished.any()):
             keep = (~finished).nonzero()[:, 0]  # (N',) rows still writing
-            rows, last, finished, state = rows[keep], last[keep], finished[keep], state.select(keep)
+            rows = keep if isinstance(rows, slice) else rows[keep]
+            last, finished, state = last[keep], finished[keep], state.select(keep)
     tokens = written[:, :t + 1].tolist()  # (B, steps)
     return DecodeResult([output_ids(r, cfg.eos_id, cfg.pad_id) for r in tokens], scores.tolist(), steps, "greedy")
 
@@ -208,10 +209,11 @@ def _beam_step(beams: _Beams, logp: torch.Tensor, cfg: ModelConfig, max_loop_rep
     if max_loop_repeats and beams.history.size(2):
         logp = ban_loops(logp, beams.history.view(N * K, -1), max_loop_repeats)
     logp = logp.view(N, K, V)
-    # A finished beam may only "continue" with <pad> at no cost, so it keeps its score and place.
-    done_row = torch.full((V,), float("-inf"), device=logp.device)
-    done_row[cfg.pad_id] = 0.0
-    logp = torch.where(beams.finished[:, :, None], done_row, logp)
+    if bool(beams.finished.any()):
+        # A finished beam may only "continue" with <pad> at no cost, so it keeps its score and place.
+        done_row = torch.full((V,), float("-inf"), device=logp.device)
+        done_row[cfg.pad_id] = 0.0
+        logp = torch.where(beams.finished[:, :, None], done_row, logp)
     candidates = (beams.scores[:, :, None] + logp).view(N, K * V)  # (N, K*V)
     scores, flat = candidates.topk(K, dim=-1)  # (N, K)
     parents, tokens = flat // V, flat % V  # (N, K)
