@@ -1,0 +1,88 @@
+"""CTranslate2 as a second engine: the converted model computes our model's numbers and translations, leaves our
+weights and torch's threads alone, and the command line offers it for batch translation. Skipped without
+ctranslate2 (an optional package)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+ctranslate2 = pytest.importorskip("ctranslate2")
+
+from transformer_viz.checkpoint import load_checkpoint  # noqa: E402
+from transformer_viz.ct2 import CT2Translator, translate_texts  # noqa: E402
+from transformer_viz.decoding import greedy_decode, max_output_length  # noqa: E402
+from transformer_viz.evaluate import translate_texts as our_translate_texts  # noqa: E402
+
+from tests.test_cli import run_cli  # noqa: E402
+
+SENTENCES = ["ein mann spielt im park .", "zwei hunde laufen .", "eine frau liest ein buch im park .", "hallo"]
+
+
+@pytest.fixture(scope="module")
+def translator(tiny_checkpoint):
+    return CT2Translator(tiny_checkpoint, "float32", threads=1)
+
+
+def _padded(rows, pad_id):
+    src = torch.full((len(rows), max(map(len, rows))), pad_id)
+    for i, r in enumerate(rows):
+        src[i, :len(r)] = torch.tensor(r)
+    return src
+
+
+def _sources(ckpt):
+    from transformer_viz.data import encode_pairs
+
+    return [s for s, _ in encode_pairs(ckpt.tokenizer, [(t, "") for t in SENTENCES], ckpt.config.max_len)]
+
+
+def test_the_converted_model_gives_our_log_probabilities(tiny_checkpoint, translator):
+    model, cfg = tiny_checkpoint.model, tiny_checkpoint.config
+    src = _sources(tiny_checkpoint)[0]
+    target = [7, 12, 30, 5, 99]
+    scored = translator.translator.score_batch([[translator.tokens[i] for i in src]],
+                                               [[translator.tokens[i] for i in target]])[0]
+    with torch.no_grad():
+        logits = model(torch.tensor([src]), torch.tensor([[cfg.bos_id] + target]))  # (1, T, V)
+    ours = torch.log_softmax(logits[0], -1).gather(1, torch.tensor(target + [cfg.eos_id])[:, None])[:, 0]
+    assert len(scored.log_probs) == len(target) + 1  # every target token and </s>
+    assert torch.allclose(torch.tensor(scored.log_probs), ours, atol=1e-4)
+
+
+def test_greedy_translations_are_ours(tiny_checkpoint, translator):
+    rows = _sources(tiny_checkpoint)
+    ours = greedy_decode(tiny_checkpoint.model, _padded(rows, tiny_checkpoint.config.pad_id), record=False)
+    assert translator.translate_ids(rows) == ours.tokens
+    assert all(len(t) <= max_output_length(tiny_checkpoint.config, max(map(len, rows))) for t in ours.tokens)
+    texts = our_translate_texts(tiny_checkpoint.model, tiny_checkpoint.tokenizer, SENTENCES)
+    assert translate_texts(translator, tiny_checkpoint.tokenizer, SENTENCES) == texts
+
+
+def test_int8_leaves_our_weights_and_torch_threads_alone(checkpoint_dir):
+    ckpt = load_checkpoint(checkpoint_dir)
+    before = {k: v.clone() for k, v in ckpt.model.state_dict().items()}
+    threads = torch.get_num_threads()
+    quantised = CT2Translator(ckpt, "int8", threads=1)
+    quantised.translate_ids(_sources(ckpt), beam_size=3)
+    assert torch.get_num_threads() == threads
+    for key, value in ckpt.model.state_dict().items():
+        assert torch.equal(value, before[key]), key
+
+
+def test_translate_and_evaluate_offer_the_engine(capsys, monkeypatch, checkpoint_dir):
+    args = ("--checkpoint", str(checkpoint_dir), "--beam", "1", "--max-loop-repeats", "0")
+    stdin = "\n".join(SENTENCES) + "\n"
+    code, ours, _ = run_cli(capsys, "translate", *args, stdin=stdin, monkeypatch=monkeypatch)
+    code_ct2, theirs, err = run_cli(capsys, "translate", *args, "--engine", "ctranslate2", stdin=stdin,
+                                    monkeypatch=monkeypatch)
+    assert code == code_ct2 == 0 and theirs == ours and len(ours.splitlines()) == len(SENTENCES)
+    code, one, _ = run_cli(capsys, "translate", *args, SENTENCES[0])
+    code_ct2, one_ct2, _ = run_cli(capsys, "translate", *args, "--engine", "ctranslate2", SENTENCES[0])
+    assert code == code_ct2 == 0 and one_ct2 == one
+    code, _, err = run_cli(capsys, "evaluate", "--checkpoint", str(checkpoint_dir), "--engine", "ctranslate2",
+                           "--record")
+    assert code == 2 and "--record" in err
+    code, _, err = run_cli(capsys, "translate", "--checkpoint", str(checkpoint_dir.parent / "rnn-de-en"),
+                           "--engine", "ctranslate2", "hallo")
+    assert code == 2 and "Transformers only" in err
