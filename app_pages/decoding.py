@@ -8,7 +8,6 @@ from transformer_viz.checks import score_change
 from transformer_viz.plots.common import token_labels, token_text
 from transformer_viz.plots.decoding import (attention_row_figure, beam_hypothesis, beam_tree_figure,
                                             causal_mask_figure, topk_figure)
-from transformer_viz.tokenizer import EOS
 
 STEPS_KEY = "_decoding_steps"  # {(checkpoint, sentence): step}, so each sentence keeps its own place
 
@@ -60,7 +59,7 @@ if greedy_tab.open:
             webapp.show_user_text(f"Decoder input at step {t} (<s> + {t - 1} generated)",
                                   " ".join(token_text(x) for x in inputs))
         with chosen_col:
-            webapp.show_user_text("Chosen next token" + (" (end of sentence)" if chosen_id == EOS else ""),
+            webapp.show_user_text("Chosen next token" + (" (end of sentence)" if chosen_id == run.config.eos_id else ""),
                                   token_text(chosen_token))
         prob_col.latex(r"P(\hat y_{%d} \mid \hat y_{<%d}, x) = %.4f" % (t, t, step.chosen_prob[0]))
 

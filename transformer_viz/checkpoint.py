@@ -12,6 +12,9 @@ Layout::
     DIR/README.md           the model card, human-readable, written from metadata.json
     DIR/language_stats.json token -> language and training source lengths, for the input warnings
                             (written by ``python -m transformer_viz language-stats``, see checks.py)
+
+A transformers Marian directory (config.json with "model_type": "marian", model.safetensors, source.spm,
+target.spm and vocab.json, as ``save_pretrained`` writes it) loads too: hf.py maps it onto our Transformer.
 """
 
 from __future__ import annotations
@@ -159,10 +162,15 @@ def _field_problems(cfg, integers: dict[str, tuple[int, int]], rates: tuple[str,
     return problems
 
 
-def validate_config(cfg: ModelConfig) -> None:
-    """Types and ranges of every field, checked before anything is allocated."""
-    problems = _field_problems(cfg, _CONFIG_LIMITS, ("dropout", "attn_dropout"), ("pe_base", "layer_norm_eps"),
-                               ("pre_ln", "tie_embeddings"))
+def validate_config(cfg: ModelConfig, fixed_ids: bool = True) -> None:
+    """Types and ranges of every field, checked before anything is allocated. ``fixed_ids=False`` (an
+    imported Marian model, hf.py): the special tokens may have any IDs in the vocabulary."""
+    limits = dict(_CONFIG_LIMITS)
+    if not fixed_ids:
+        vocab = cfg.vocab_size if isinstance(cfg.vocab_size, int) else 0
+        limits.update({name: (0, vocab - 1) for name in ("pad_id", "bos_id", "eos_id", "unk_id")})
+    problems = _field_problems(cfg, limits, ("dropout", "attn_dropout"), ("pe_base", "layer_norm_eps"),
+                               ("pre_ln", "tie_embeddings", "scale_embedding", "logits_bias"))
     if not problems:
         per_layer = 4 * cfg.d_model * cfg.d_model + 2 * cfg.d_model * cfg.d_ff
         estimate = 3 * cfg.N * per_layer + (1 if cfg.tie_embeddings else 3) * cfg.vocab_size * cfg.d_model
@@ -209,7 +217,11 @@ def load_config(directory: str | Path):
         data = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(data, dict):
             raise ValueError(f"expected a JSON object, got {type(data).__name__}")
-        if is_rnn_config(data):
+        if data.get("model_type") == "marian":
+            from .hf import marian_model_config
+
+            cfg = marian_model_config(data, path.parent)
+        elif is_rnn_config(data):
             from .rnn import RNNConfig
 
             cfg = RNNConfig.from_dict(data)
@@ -230,8 +242,10 @@ def load_config(directory: str | Path):
     return cfg
 
 
-def _read_weights(path: Path, expected: dict[str, torch.Tensor], tied: set[str]) -> dict[str, torch.Tensor]:
-    """Check the safetensors header (names, shapes, dtypes) against the model, then read the tensors."""
+def _read_weights(path: Path, expected: dict[str, torch.Tensor], tied: set[str],
+                  optional: set[str] = frozenset()) -> dict[str, torch.Tensor]:
+    """Check the safetensors header (names, shapes, dtypes) against the model, then read the tensors.
+    A name in ``tied`` may be missing when another of them is stored; a name in ``optional`` may be missing."""
     from safetensors import SafetensorError, safe_open
 
     problems = []
@@ -248,7 +262,8 @@ def _read_weights(path: Path, expected: dict[str, torch.Tensor], tied: set[str])
                 elif dtype not in ("F16", "BF16", "F32", "F64"):
                     problems.append(f"{name} has dtype {dtype}, expected floating point")
             stored = set(names)
-            missing = [n for n in expected if n not in stored and not (n in tied and tied & stored)]
+            missing = [n for n in expected if n not in stored and n not in optional
+                       and not (n in tied and tied & stored)]
             problems += [f"missing tensor {n}" for n in missing]
             if problems:
                 raise CheckpointError(f"{path} does not match {CONFIG}: " + "; ".join(problems[:5])
@@ -286,6 +301,10 @@ def load_checkpoint(directory: str | Path, device: str | torch.device = "cpu", d
     cfg = load_config(path)
     if getattr(cfg, "arch", "") == "vit":
         return _load_vit(path, cfg, device, dtype)
+    if isinstance(cfg, ModelConfig) and cfg.logits_bias and _is_marian_dir(path):
+        from .hf import load_marian
+
+        return load_marian(path, cfg, device, dtype)
     try:
         if isinstance(cfg, ModelConfig):
             model = Transformer(cfg)
@@ -315,6 +334,13 @@ def load_checkpoint(directory: str | Path, device: str | torch.device = "cpu", d
     return Checkpoint(model, tokenizer, cfg, load_metadata(path), path, generation)
 
 
+def _is_marian_dir(path: Path) -> bool:
+    try:
+        return json.loads((path / CONFIG).read_text(encoding="utf-8")).get("model_type") == "marian"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def _load_vit(path: Path, cfg, device, dtype: str) -> Checkpoint:
     """The Vision Transformer (vit.py): weights and config, no tokenizer, no generation defaults."""
     import torch
@@ -332,9 +358,14 @@ def _load_vit(path: Path, cfg, device, dtype: str) -> Checkpoint:
 
 
 def load_metadata(directory: str | Path) -> dict:
-    """metadata.json as a dict ({} when there is none). JSON only, no torch: cheap enough for a sidebar."""
+    """metadata.json as a dict ({} when there is none; for a Marian directory without one, its name and
+    languages, see hf.marian_metadata). JSON only, no torch: cheap enough for a sidebar."""
     path = Path(directory) / METADATA
     if not path.is_file():
+        if _is_marian_dir(Path(directory)):
+            from .hf import marian_metadata
+
+            return marian_metadata(Path(directory))
         return {}
     try:
         return read_json_object(path)

@@ -1,5 +1,5 @@
 """Command line: ``python -m transformer_viz {translate,trace,shapes,train,train-rnn,train-vit,vit-eval,evaluate,
-bleu-by-length,language-stats,download-data}``."""
+bleu-by-length,language-stats,export-hf,download-data}``."""
 
 from __future__ import annotations
 
@@ -83,7 +83,9 @@ def _batch_translator(ckpt, args, decoding):
 
     return lambda texts, progress=False: translate_texts(ckpt.model, ckpt.tokenizer, texts, decoding.num_beams,
                                                          alpha=decoding.length_penalty, progress=progress,
-                                                         max_loop_repeats=decoding.max_loop_repeats)
+                                                         max_loop_repeats=decoding.max_loop_repeats,
+                                                         scoring=decoding.beam_scoring,
+                                                         early_stopping=decoding.early_stopping)
 
 
 def cmd_translate(args) -> int:
@@ -359,6 +361,15 @@ def cmd_language_stats(args) -> int:
     return 0
 
 
+def cmd_export_hf(args) -> int:
+    from .hf import export_hf
+
+    ckpt = _load(args.checkpoint)
+    out = export_hf(ckpt, args.out)
+    print(f"wrote {out}: MarianMTModel.from_pretrained({str(out)!r}) and AutoTokenizer.from_pretrained(…) load it")
+    return 0
+
+
 def cmd_download(args) -> int:
     from .data import download
 
@@ -585,6 +596,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="held-out splits on which to print how often each warning fires, in either language")
     p.add_argument("--report-only", action="store_true", help="keep the stored statistics, only report")
     p.set_defaults(func=cmd_language_stats)
+
+    p = sub.add_parser("export-hf", help="write a Transformer checkpoint as a transformers Marian model directory "
+                                         "(MarianMTModel, safetensors, generation_config.json, tokenizer)")
+    p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT))
+    p.add_argument("--out", required=True, help="the directory to write")
+    p.set_defaults(func=cmd_export_hf)
 
     p = sub.add_parser("download-data", help="fetch the Multi30k task 1 raw files (needs internet)")
     p.add_argument("directory")

@@ -32,6 +32,9 @@ class JsonConfig:
         return cls.from_dict(json.loads(Path(path).read_text()))
 
 
+ACTIVATIONS = ("relu", "gelu", "swish")  # what FeedForward implements (model.py)
+
+
 @dataclass
 class ModelConfig(JsonConfig):
     """Hyper-parameters of the encoder–decoder Transformer, named as in the paper.
@@ -52,6 +55,12 @@ class ModelConfig(JsonConfig):
     pre_ln: bool = False  # False: Post-LN as in the paper, x = LayerNorm(x + Sublayer(x))
     tie_embeddings: bool = True  # source, target and output projection share one matrix (joint vocabulary)
     layer_norm_eps: float = 1e-5
+    # The feed-forward network's nonlinearity: "relu" as in the paper; "gelu" (exact, erf) and "swish"
+    # (x·sigmoid(x), also called SiLU) for imported Marian models (hf.py).
+    activation: str = "relu"
+    scale_embedding: bool = True  # embeddings × √d_model (the paper); Marian models may switch it off
+    # A learned-elsewhere bias added to the logits (Marian's final_logits_bias); our own models have none.
+    logits_bias: bool = False
     pad_id: int = PAD
     bos_id: int = BOS
     eos_id: int = EOS
@@ -62,6 +71,8 @@ class ModelConfig(JsonConfig):
             raise ValueError(f"d_model ({self.d_model}) must be divisible by h ({self.h})")
         if self.d_model % 2 != 0:
             raise ValueError(f"d_model ({self.d_model}) must be even for the sin/cos positional encoding")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation {self.activation!r} is not implemented; choose one of {', '.join(ACTIVATIONS)}")
 
     @property
     def d_k(self) -> int:

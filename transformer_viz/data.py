@@ -95,11 +95,10 @@ class Batch:
 
 def encode_pairs(tokenizer, pairs: list[tuple[str, str]], max_len: int) -> list[tuple[list[int], list[int]]]:
     """Tokenize pairs; sentences are cut to fit max_len positions (with </s> or <s>)."""
-    from .tokenizer import EOS
-
+    eos = tokenizer.eos_token_id  # EOS for ours; an imported Marian vocabulary has its own
     src_ids = tokenizer([s for s, _ in pairs], add_special_tokens=False)["input_ids"]
     tgt_ids = tokenizer([t for _, t in pairs], add_special_tokens=False)["input_ids"]
-    return [(s[: max_len - 1] + [EOS], t[: max_len - 1]) for s, t in zip(src_ids, tgt_ids)]
+    return [(s[: max_len - 1] + [eos], t[: max_len - 1]) for s, t in zip(src_ids, tgt_ids)]
 
 
 def make_batch(examples: list[tuple[list[int], list[int]]], pad_id: int = PAD, bos_id: int = BOS,

@@ -150,16 +150,25 @@ def _store(done: _Beams, history: torch.Tensor, scores: torch.Tensor, lengths: t
     scores[done.sentences], lengths[done.sentences] = done.scores, done.lengths
 
 
+BEAM_SCORINGS = ("gnmt", "hf")
+
+
 @torch.no_grad()
 def beam_search(model: Transformer, src: torch.Tensor, beam_size: int = 5, max_len: int | None = None,
-                alpha: float = 0.6, record: bool = True, max_loop_repeats: int = 0,
-                shrink: bool | None = None) -> DecodeResult:
+                alpha: float = 0.6, record: bool = True, max_loop_repeats: int = 0, scoring: str = "gnmt",
+                early_stopping: bool | str = False, shrink: bool | None = None) -> DecodeResult:
     """Keep the ``beam_size`` best partial translations at every step; rank finished ones by
     log-probability / length_penalty. src (B, S) -> the best output per row.
 
     ``max_loop_repeats`` > 0: the optional repetition guard (:func:`loop_bans`); 0 leaves the model's choices.
     ``shrink`` (default: when nothing is recorded): a sentence whose beams have all finished leaves the batch
-    (its beams would only go on appending <pad> at no cost). Same outputs."""
+    (its beams would only go on appending <pad> at no cost). Same outputs.
+    ``scoring="hf"``: the beam search of transformers' ``generate(num_beams=…)`` instead (see
+    :func:`beam_search_hf`, which also reads ``early_stopping``); "gnmt", the default, is ours."""
+    if scoring not in BEAM_SCORINGS:
+        raise ValueError(f"beam scoring must be one of {', '.join(BEAM_SCORINGS)}, not {scoring!r}")
+    if scoring == "hf":
+        return beam_search_hf(model, src, beam_size, max_len, alpha, early_stopping, record, max_loop_repeats)
     cfg = model.cfg
     max_len = max_len or max_output_length(cfg, src.size(1))
     shrink = not record if shrink is None else shrink
@@ -225,7 +234,81 @@ def _beam_step(beams: _Beams, logp: torch.Tensor, cfg: ModelConfig, max_loop_rep
     return _Beams(beams.sentences, scores, history, finished, lengths), parents
 
 
+_DROPPED = -1.0e9  # transformers' penalty for a candidate that may not be kept: added, not a hard mask
+
+
+def _hf_finished(fin: tuple, cand_seqs: torch.Tensor, cand_scores: torch.Tensor, hits: torch.Tensor,
+                 improvable: torch.Tensor, t: int, alpha: float, early_stopping: bool | str, K: int) -> tuple:
+    """transformers' ``_update_finished_beams``: the candidates among the first K of the 2K that just ended
+    join the K finished hypotheses, scored sum log p / length^α (the length counts </s>), and the best K stay.
+    fin = (sequences (B, K, L), scores (B, K), raw sums (B, K), finished flags (B, K))."""
+    seqs, scores, raw, done = fin
+    eligible = hits.clone()
+    eligible[:, K:] = False  # the other K candidates exist only so that K beams can go on running
+    normed = cand_scores / float(t + 1) ** alpha
+    normed = normed + (done.all(dim=1, keepdim=True) & (early_stopping is True)).float() * _DROPPED
+    normed = normed + (~improvable).float() * _DROPPED
+    normed = normed + (~eligible).float() * _DROPPED
+    merged = torch.cat([scores, normed], dim=1)  # (B, 3K)
+    keep = merged.topk(K, dim=1).indices  # (B, K)
+    pick = lambda x: x.gather(1, keep if x.dim() == 2 else keep[:, :, None].expand(-1, -1, x.size(2)))
+    padded = torch.nn.functional.pad(cand_seqs, (0, seqs.size(2) - cand_seqs.size(2)), value=-1)
+    return (pick(torch.cat([seqs, padded], dim=1)), pick(merged), pick(torch.cat([raw, cand_scores], dim=1)),
+            pick(torch.cat([done, eligible], dim=1)))
+
+
+@torch.no_grad()
+def beam_search_hf(model: Transformer, src: torch.Tensor, beam_size: int = 5, max_len: int | None = None,
+                   alpha: float = 1.0, early_stopping: bool | str = False, record: bool = True,
+                   max_loop_repeats: int = 0) -> DecodeResult:
+    """Beam search as transformers' ``generate(num_beams=K, length_penalty=α, early_stopping=…)`` runs it
+    (transformers 5, ``GenerationMixin._beam_search``), step for step, so that a model exported with
+    ``export-hf`` writes the same tokens there and here. It differs from :func:`beam_search`: each step keeps
+    the 2K best continuations; those of the first K that end in </s> (or reach ``max_len``) become finished
+    hypotheses scored sum log p / length^α, the others' best K run on; it stops when no running beam can
+    beat the worst of K finished ones by transformers' heuristic (``early_stopping`` False: at the current
+    length; "never": at ``max_len`` for α > 0; True: as soon as K are finished). The record holds the K
+    running beams of each step (a finished hypothesis leaves the beam)."""
+    cfg = model.cfg
+    max_len = max_len or max_output_length(cfg, src.size(1))
+    B, K, device = src.size(0), beam_size, src.device
+    state = model.start_state(src).select(torch.arange(B, device=device).repeat_interleave(K))  # (B*K) rows
+    running = torch.zeros(B, K, device=device)
+    running[:, 1:] = _DROPPED  # only the first beam expands at step 1
+    seqs = torch.zeros(B, K, 0, dtype=torch.long, device=device)  # (B, K, t): running beams' tokens
+    fin = (torch.full((B, K, max_len), -1, dtype=torch.long, device=device), torch.full((B, K), _DROPPED, device=device),
+           torch.zeros(B, K, device=device), torch.zeros(B, K, dtype=torch.bool, device=device))
+    improvable = torch.ones(B, 1, dtype=torch.bool, device=device)
+    last, steps = torch.full((B * K,), cfg.bos_id, dtype=torch.long, device=device), []
+    for t in range(max_len):
+        logp = torch.log_softmax(model.decode_step(last, state).float(), dim=-1)  # (B*K, V)
+        V = logp.size(-1)
+        if max_loop_repeats and t:
+            logp = ban_loops(logp, seqs.view(B * K, -1), max_loop_repeats)
+        cand_scores, flat = (logp.view(B, K, V) + running[:, :, None]).view(B, K * V).topk(2 * K, dim=1)  # (B, 2K)
+        parents, tokens = flat // V, flat % V
+        cand_seqs = torch.cat([seqs.gather(1, parents[:, :, None].expand(-1, -1, t)), tokens[:, :, None]], dim=2)
+        hits = (tokens == cfg.eos_id) | (t + 1 >= max_len)  # (B, 2K): ended here
+        keep = (cand_scores + hits.float() * _DROPPED).topk(K, dim=1).indices  # (B, K)
+        running = (cand_scores + hits.float() * _DROPPED).gather(1, keep)
+        seqs, beam_parents = cand_seqs.gather(1, keep[:, :, None].expand(-1, -1, t + 1)), parents.gather(1, keep)
+        fin = _hf_finished(fin, cand_seqs, cand_scores, hits, improvable, t, alpha, early_stopping, K)
+        if record:
+            steps.append(BeamStep(seqs[:, :, -1].tolist(), beam_parents.tolist(), running.tolist(),
+                                  [[False] * K for _ in range(B)]))
+        state = state.select((torch.arange(B, device=device)[:, None] * K + beam_parents).view(-1))
+        last = seqs[:, :, -1].reshape(-1)
+        length = max_len if early_stopping == "never" and alpha > 0 else t + 1  # transformers' best-case length
+        worst = torch.where(fin[3], fin[1].min(dim=1, keepdim=True).values, torch.tensor(_DROPPED, device=device))
+        improvable = improvable & (running[:, :1] / float(length) ** alpha > worst).any(dim=1, keepdim=True)
+        if not (bool(improvable.any()) and not (bool(fin[3].all()) and early_stopping is True) and not bool(hits.all())):
+            break
+    out = [[i for i in row if i >= 0] for row in fin[0][:, 0].tolist()]
+    return DecodeResult([output_ids(r, cfg.eos_id, cfg.pad_id) for r in out], fin[2][:, 0].tolist(), steps, "beam")
+
+
 def translate_ids(model: Transformer, src: torch.Tensor, beam_size: int = 1, **kwargs) -> DecodeResult:
     if beam_size <= 1:
+        kwargs.pop("scoring", None), kwargs.pop("early_stopping", None)  # beam settings; greedy is the same either way
         return greedy_decode(model, src, **kwargs)
     return beam_search(model, src, beam_size=beam_size, **kwargs)

@@ -37,7 +37,7 @@ class SentenceRun:
     @property
     def predicted_ids(self) -> list[int]:
         """What each decoder position predicts: the generated tokens followed by </s>."""
-        return self.tgt_ids[1:] + [EOS]
+        return self.tgt_ids[1:] + [self.config.eos_id]
 
 
 @torch.no_grad()
@@ -74,10 +74,11 @@ def run_sentence(ckpt: Checkpoint, text: str, beam_size: int = 1, trace: bool = 
     else:  # the decoding the checkpoint's scores were measured with, unless told otherwise
         kwargs = {"alpha": ckpt.generation.length_penalty if alpha is None else alpha,
                   "max_loop_repeats": ckpt.generation.max_loop_repeats if max_loop_repeats is None
-                  else max_loop_repeats}
+                  else max_loop_repeats,
+                  "scoring": ckpt.generation.beam_scoring, "early_stopping": ckpt.generation.early_stopping}
     result = translate_ids(model, src, beam_size=beam_size, max_len=max_output, **kwargs)
     generated = result.tokens[0][: cfg.max_len - 1]  # <s> + generated must fit the positions
-    tgt_ids = [BOS] + generated
+    tgt_ids = [cfg.bos_id] + generated  # the decoder's start token (<pad> for a Marian model)
     run_trace = traced_forward(model, encoded.ids, tgt_ids, causal) if trace else None
     return SentenceRun(
         source_text=encoded.clean.text,
@@ -151,7 +152,7 @@ def batch_trace(ckpt: Checkpoint, sentences: list[str]) -> tuple[Trace, list[lis
         result = translate_ids(model, torch.tensor([ids], device=device), beam_size=1,
                                max_len=max_output_length(cfg, len(ids)), record=False)
         sources.append(ids)
-        targets.append([BOS] + result.tokens[0][: cfg.max_len - 1])
+        targets.append([cfg.bos_id] + result.tokens[0][: cfg.max_len - 1])
     S, T = max(map(len, sources)), max(map(len, targets))
     src = torch.full((len(sources), S), cfg.pad_id, dtype=torch.long, device=device)  # (B, S_max)
     tgt = torch.full((len(targets), T), cfg.pad_id, dtype=torch.long, device=device)  # (B, T_max)
@@ -205,7 +206,7 @@ def teacher_forced_logits(ckpt: Checkpoint, text: str, target_text: str) -> tupl
     device = next(model.parameters()).device
     src_ids = encode_source(tokenizer, text, max_tokens=cfg.max_len).ids
     expected = encode_source(tokenizer, target_text, max_tokens=cfg.max_len).ids
-    decoder_input = [BOS] + expected[:-1]
+    decoder_input = [cfg.bos_id] + expected[:-1]
     logits = model(torch.tensor([src_ids], device=device), torch.tensor([decoder_input], device=device))
     return decoder_input, expected, logits[0].float().cpu()  # (T, V)
 

@@ -35,6 +35,11 @@ class GenerationDefaults:
     # row ("Comomomom"); 0 turns it off. Not a transformers key (its no_repeat_ngram_size would also forbid
     # a real "of the hood of the hood"); transformers keeps unknown keys and ignores them.
     max_loop_repeats: int = 0
+    # Which beam search: "gnmt", ours (finished beams ranked by log p / ((5 + |Y|) / 6)^α), or "hf", the one
+    # transformers' generate runs (log p / |Y|^α, with its early_stopping rule; decoding.beam_search_hf).
+    # Not a transformers key; a Marian directory's generation_config.json means "hf" (hf.py).
+    beam_scoring: str = "gnmt"
+    early_stopping: bool | str = False  # transformers' key: False, True or "never"; read by the "hf" scoring
     # Not a decoding setting: the ID each output starts with, as transformers names it.
     decoder_start_token_id: int = BOS
     bos_token_id: int = BOS
@@ -58,6 +63,8 @@ class GenerationDefaults:
             del data["max_new_tokens"]  # transformers reads a missing key as "no limit of its own"
         if not data["max_loop_repeats"]:
             del data["max_loop_repeats"]
+        if data["beam_scoring"] == "gnmt":
+            del data["beam_scoring"], data["early_stopping"]  # the files written before "hf" existed stay as they were
         return data
 
 
@@ -72,17 +79,27 @@ def read_json_object(path: Path) -> dict:
     return data
 
 
-def load_generation_defaults(directory: str | Path | None) -> GenerationDefaults:
-    """The checkpoint's ``generation_config.json``, or greedy decoding when it has none."""
+_NOT_NUMBERS = ("beam_scoring", "early_stopping")
+
+
+def load_generation_defaults(directory: str | Path | None, beam_scoring: str = "gnmt") -> GenerationDefaults:
+    """The checkpoint's ``generation_config.json``, or greedy decoding when it has none. ``beam_scoring``:
+    what the file means when it does not say (a transformers directory's file means "hf")."""
     path = Path(directory) / GENERATION_CONFIG if directory else None
     if path is None or not path.is_file():
-        return GenerationDefaults()
+        return GenerationDefaults(beam_scoring=beam_scoring)
     data = read_json_object(path)
-    known = {k: data[k] for k in GenerationDefaults.__dataclass_fields__ if k in data}
+    known = {k: data[k] for k in GenerationDefaults.__dataclass_fields__ if k in data and k not in _NOT_NUMBERS}
     try:
-        defaults = GenerationDefaults(**{k: (float(v) if k == "length_penalty" else int(v)) for k, v in known.items()})
+        defaults = GenerationDefaults(**{k: (float(v) if k == "length_penalty" else int(v)) for k, v in known.items()},
+                                      beam_scoring=data.get("beam_scoring", beam_scoring),
+                                      early_stopping=data.get("early_stopping", False))
     except (TypeError, ValueError) as exc:  # e.g. "num_beams": null or "five"
         raise ValueError(f"{path}: a decoding setting is not a number ({exc})") from exc
+    if defaults.beam_scoring not in ("gnmt", "hf"):
+        raise ValueError(f"{path}: beam_scoring must be \"gnmt\" or \"hf\", not {defaults.beam_scoring!r}")
+    if not (isinstance(defaults.early_stopping, bool) or defaults.early_stopping == "never"):
+        raise ValueError(f"{path}: early_stopping must be true, false or \"never\", not {defaults.early_stopping!r}")
     if not 1 <= defaults.num_beams <= 32:
         raise ValueError(f"{path}: num_beams must be between 1 and 32, not {defaults.num_beams}")
     if defaults.max_new_tokens < 0:

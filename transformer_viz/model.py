@@ -32,15 +32,18 @@ def sinusoidal_positional_encoding(length: int, d_model: int, base: float = 1000
 
 
 class Embedding(nn.Module):
-    """Token embedding scaled by √d_model, so that it is not drowned by the positional encoding."""
+    """Token embedding scaled by √d_model, so that it is not drowned by the positional encoding.
 
-    def __init__(self, vocab_size: int, d_model: int) -> None:
+    ``scale=False`` leaves the rows as they are (Marian models trained without the scale, see hf.py)."""
+
+    def __init__(self, vocab_size: int, d_model: int, scale: bool = True) -> None:
         super().__init__()
         self.d_model = d_model
+        self.scale = math.sqrt(d_model) if scale else 1.0
         self.weight = nn.Parameter(torch.randn(vocab_size, d_model) * d_model**-0.5)
 
     def forward(self, token_ids: torch.Tensor) -> torch.Tensor:
-        return F.embedding(token_ids, self.weight) * math.sqrt(self.d_model)  # (B, L, d_model)
+        return F.embedding(token_ids, self.weight) * self.scale  # (B, L, d_model)
 
 
 class MultiHeadAttention(nn.Module):
@@ -111,16 +114,23 @@ class MultiHeadAttention(nn.Module):
         return out
 
 
-class FeedForward(nn.Module):
-    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, applied to every position separately."""
+# The feed-forward nonlinearities a config may name (config.ACTIVATIONS): the paper's ReLU, and the exact
+# GELU and swish (x·sigmoid(x)) that imported Marian models use (transformers' "gelu" and "swish").
+_ACTIVATION_FUNCTIONS = {"relu": F.relu, "gelu": F.gelu, "swish": F.silu}
 
-    def __init__(self, d_model: int, d_ff: int) -> None:
+
+class FeedForward(nn.Module):
+    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, applied to every position separately (max(0, ·) is the
+    config's activation: ReLU unless an imported model needs another)."""
+
+    def __init__(self, d_model: int, d_ff: int, activation: str = "relu") -> None:
         super().__init__()
         self.w_1 = nn.Linear(d_model, d_ff)
         self.w_2 = nn.Linear(d_ff, d_model)
+        self.activation = _ACTIVATION_FUNCTIONS[activation]
 
     def forward(self, x: torch.Tensor, trace: Trace | None = None, name: str = "") -> torch.Tensor:
-        hidden = F.relu(self.w_1(x))  # (B, L, d_ff)
+        hidden = self.activation(self.w_1(x))  # (B, L, d_ff)
         out = self.w_2(hidden)  # (B, L, d_model)
         if trace is not None:
             trace.record(f"{name}.hidden", hidden)
@@ -166,7 +176,8 @@ class EncoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.h, cfg.attn_dropout)
-        self.ffn = FeedForward(cfg.d_model, cfg.d_ff)
+        # vit.py builds these layers from its own config, which has no activation: ReLU, as in the paper
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, getattr(cfg, "activation", "relu"))
         self.norm1 = AddNorm(cfg.d_model, cfg.dropout, cfg.pre_ln, cfg.layer_norm_eps)
         self.norm2 = AddNorm(cfg.d_model, cfg.dropout, cfg.pre_ln, cfg.layer_norm_eps)
 
@@ -185,7 +196,7 @@ class DecoderLayer(nn.Module):
         super().__init__()
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.h, cfg.attn_dropout)
         self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.h, cfg.attn_dropout)
-        self.ffn = FeedForward(cfg.d_model, cfg.d_ff)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation)
         self.norm1 = AddNorm(cfg.d_model, cfg.dropout, cfg.pre_ln, cfg.layer_norm_eps)
         self.norm2 = AddNorm(cfg.d_model, cfg.dropout, cfg.pre_ln, cfg.layer_norm_eps)
         self.norm3 = AddNorm(cfg.d_model, cfg.dropout, cfg.pre_ln, cfg.layer_norm_eps)
@@ -254,8 +265,9 @@ class Transformer(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.cfg = cfg
-        self.src_embed = Embedding(cfg.vocab_size, cfg.d_model)
-        self.tgt_embed = self.src_embed if cfg.tie_embeddings else Embedding(cfg.vocab_size, cfg.d_model)
+        self.src_embed = Embedding(cfg.vocab_size, cfg.d_model, cfg.scale_embedding)
+        self.tgt_embed = self.src_embed if cfg.tie_embeddings else Embedding(cfg.vocab_size, cfg.d_model,
+                                                                               cfg.scale_embedding)
         self.encoder_layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.N))
         self.decoder_layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.N))
         # Pre-LN leaves the stream un-normalised after the last layer, so it needs one final LayerNorm.
@@ -263,6 +275,8 @@ class Transformer(nn.Module):
         self.decoder_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.pre_ln else nn.Identity()
         if not cfg.tie_embeddings:
             self.generator = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        if cfg.logits_bias:  # Marian's final_logits_bias: fixed at import, never trained here
+            self.register_buffer("logits_bias", torch.zeros(cfg.vocab_size))
         self.embed_dropout = nn.Dropout(cfg.dropout)
         # A buffer, not a parameter: fixed by the formula, rebuilt from the config, never trained or saved.
         self.register_buffer("pe", sinusoidal_positional_encoding(cfg.max_len, cfg.d_model, cfg.pe_base),
@@ -329,6 +343,8 @@ class Transformer(nn.Module):
         """decoder output (B, T, d_model) -> logits (B, T, V)."""
         weight = self.tgt_embed.weight if self.cfg.tie_embeddings else self.generator.weight
         logits = y @ weight.t()  # (B, T, V)
+        if self.cfg.logits_bias:
+            logits = logits + self.logits_bias
         if trace is not None:
             trace.record("logits", logits)
             trace.record("probs", torch.softmax(logits.float(), dim=-1))

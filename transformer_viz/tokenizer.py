@@ -190,6 +190,7 @@ class EncodedSource:
     truncated_tokens: int = 0
     unknown: list[str] = field(default_factory=list)  # the piece of text behind each <unk> token
     dropped_text: str = ""  # text after the token cap, not given to the model
+    unk_id: int = UNK  # the vocabulary's <unk> (an imported Marian vocabulary has its own IDs)
 
     def messages(self) -> list[str]:
         notes = self.clean.messages()
@@ -198,7 +199,7 @@ class EncodedSource:
                          f"{self.truncated_tokens} token(s) ({len(self.dropped_text)} characters at the end) "
                          f"were not used.")
         if self.unknown:
-            notes.append(f"{self.ids.count(UNK)} token(s) became <unk> because the vocabulary lacks these "
+            notes.append(f"{self.ids.count(self.unk_id)} token(s) became <unk> because the vocabulary lacks these "
                          f"characters: " + _counted(self.unknown, 8))
         return notes
 
@@ -225,11 +226,12 @@ def encode_source(tokenizer, text: str, max_tokens: int, max_chars: int = DEFAUL
                          + (" after removing invisible characters." if clean.removed else "."))
     with _TOKENIZER_LOCK:
         enc = tokenizer(clean.text, add_special_tokens=False, return_offsets_mapping=True)
+        pad, bos, eos, unk = special_ids(tokenizer)
     ids, offsets = list(enc["input_ids"]), list(enc["offset_mapping"])
     if not ids:
         raise InputError("Please type a sentence: nothing in the text can be turned into tokens.")
     # A vocabulary could in principle merge typed characters into a special token; never pass one on.
-    ids = [UNK if i in (PAD, BOS, EOS) else i for i in ids]
+    ids = [unk if i in (pad, bos, eos) else i for i in ids]
     keep = max_tokens - 1  # room for </s>
     truncated = max(0, len(ids) - keep)
     dropped = ""
@@ -238,21 +240,27 @@ def encode_source(tokenizer, text: str, max_tokens: int, max_chars: int = DEFAUL
         dropped = clean.text[cut:]
         clean = CleanText(clean.text[:cut].rstrip(), clean.removed, clean.truncated_chars, clean.max_chars)
         ids, offsets = ids[:keep], offsets[:keep]
-    unknown = [clean.text[a:b] or "?" for i, (a, b) in _unique_spans(ids, offsets) if i == UNK]
-    ids = ids + [EOS]
+    unknown = [clean.text[a:b] or "?" for i, (a, b) in _unique_spans(ids, offsets, unk) if i == unk]
+    ids = ids + [eos]
     with _TOKENIZER_LOCK:
         tokens = tokenizer.convert_ids_to_tokens(ids)
-    return EncodedSource(ids, tokens, clean, truncated, unknown, dropped)
+    return EncodedSource(ids, tokens, clean, truncated, unknown, dropped, unk)
 
 
-def _unique_spans(ids: list[int], offsets: list[tuple[int, int]]):
+def special_ids(tokenizer) -> tuple[int, int | None, int, int]:
+    """(<pad>, <s>, </s>, <unk>) IDs of a tokenizer: PAD, BOS, EOS, UNK for ours; an imported Marian
+    vocabulary has its own and no <s> (None; its decoder starts with <pad>)."""
+    return tokenizer.pad_token_id, tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.unk_token_id
+
+
+def _unique_spans(ids: list[int], offsets: list[tuple[int, int]], unk: int = UNK):
     # NFKC can expand one character into several <unk> tokens with the same span: report it once.
     last = None
     for i, span in zip(ids, offsets):
         span = tuple(span)
-        if i == UNK and span == last:
+        if i == unk and span == last:
             continue
-        last = span if i == UNK else None
+        last = span if i == unk else None
         yield i, span
 
 
@@ -271,6 +279,8 @@ def output_ids(ids: Iterable[int], eos_id: int = EOS, pad_id: int = PAD) -> list
 
 def decode(tokenizer, ids: Iterable[int]) -> str:
     """IDs -> text, stopping at </s> and dropping the special tokens."""
-    kept = [i for i in output_ids(ids) if i != BOS]  # a <s> the model wrote is no text either
+    with _TOKENIZER_LOCK:
+        pad, bos, eos, _ = special_ids(tokenizer)
+    kept = [i for i in output_ids(ids, eos, pad) if i != bos]  # a <s> the model wrote is no text either
     with _TOKENIZER_LOCK:
         return tokenizer.decode(kept, skip_special_tokens=False).strip()

@@ -86,6 +86,9 @@ EXAMPLES = {
 CORPUS_DESCRIPTIONS = {"Multi30k": "picture captions (Multi30k)", "Tatoeba": "everyday sentences (Tatoeba)"}
 
 
+MARIAN_FILES = ("source.spm", "target.spm", "vocab.json", "tokenizer.json", "tokenizer_config.json")
+
+
 def checkpoint_roots() -> list[Path]:
     """The project's checkpoints/, or instead the directories the operator names in the environment."""
     configured = os.environ.get(CHECKPOINTS_ENV, "")
@@ -106,7 +109,7 @@ def _safe_name(name: str) -> bool:
 
 def list_checkpoints(arch: str = "transformer") -> dict[str, Path]:
     """Checkpoint name -> directory, for the Transformers (the sidebar's models, which every page but one
-    assumes) or, with ``arch="rnn"``, the recurrent models that the RNN page loads itself; config.json says
+    assumes; a transformers Marian directory is one, see hf.py) or, with ``arch="rnn"``, the recurrent models that the RNN page loads itself; config.json says
     which (see :func:`~transformer_viz.checkpoint.checkpoint_arch`). Only directories inside the configured
     roots; a symlink that leads outside its root (the directory itself, or its config, weights or tokenizer)
     is ignored, as are hidden names and names with "..". Pages choose by name, never by a typed path."""
@@ -120,7 +123,8 @@ def list_checkpoints(arch: str = "transformer") -> dict[str, Path]:
             for path in candidates:
                 if path.name in found or not _safe_name(path.name) or not _inside(path, real_root):
                     continue
-                parts = [path / CONFIG, path / WEIGHTS, path / TOKENIZER_DIR]
+                # A transformers Marian directory keeps its tokenizer files beside the weights (hf.py).
+                parts = [path / CONFIG, path / WEIGHTS, path / TOKENIZER_DIR] + [path / name for name in MARIAN_FILES]
                 if (path / CONFIG).is_file() and all(not p.exists() or _inside(p, real_root) for p in parts) \
                         and checkpoint_arch(path) in {arch, "" if arch == "transformer" else arch}:
                     # An unreadable config.json stays in the sidebar's list: loading it says what is wrong.
