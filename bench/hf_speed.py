@@ -88,10 +88,13 @@ class CTranslate2:
 def load_transformers(ckpt, out: Path):
     """The checkpoint exported by the project's exporter to a transformers directory, loaded from there."""
     from transformers import MarianMTModel
+    from transformers.utils import logging
 
     from transformer_viz.hf import export_hf
 
-    export_hf(ckpt.path, out)
+    logging.set_verbosity_error()  # not its per-call notes on max_length beside max_new_tokens
+
+    export_hf(ckpt, out)
     return MarianMTModel.from_pretrained(out)
 
 
@@ -125,8 +128,9 @@ def time_cell(engines, batches, beam: int, rounds: int) -> tuple[dict, dict]:
     return seconds, {name: [row for batch in out for row in batch] for name, out in outputs.items()}
 
 
-def profile_ops(engine, batches, beam: int, top: int) -> list[tuple[str, float]]:
-    """The operators taking the most CPU time (self time, share of the total) while decoding ``batches``."""
+def profile_ops(engine, batches, beam: int, top: int) -> tuple[float, list[tuple[str, float]]]:
+    """Total CPU milliseconds of torch operators, and the operators taking the most (self time, share of
+    the total) while decoding ``batches``."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU]) as prof:
@@ -134,7 +138,7 @@ def profile_ops(engine, batches, beam: int, top: int) -> list[tuple[str, float]]
             engine.translate(batch, beam)
     events = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
     total = sum(e.self_cpu_time_total for e in events) or 1
-    return [(e.key, e.self_cpu_time_total / total) for e in events[:top]]
+    return total / 1000, [(e.key, e.self_cpu_time_total / total) for e in events[:top]]
 
 
 def agreement(outputs: dict, reference: str = "ours") -> dict:
@@ -190,9 +194,10 @@ def run_profiles(engines, sources: list[list[int]], args) -> dict:
     batches = [sources[i:i + 32] for i in range(0, min(len(sources), args.profile_sentences), 32)]
     for engine in engines[:2]:
         for method, beam in (("greedy", 1), ("beam5", 5)):
-            ops = profile_ops(engine, batches, beam, args.profile_top)
-            result[f"{engine.name} {method}"] = ops
-            print(f"\n{engine.name}, {method}, batch 32, {len(batches) * 32} sentences: self CPU time by operator")
+            total_ms, ops = profile_ops(engine, batches, beam, args.profile_top)
+            result[f"{engine.name} {method}"] = {"total_ms": total_ms, "top": ops}
+            print(f"\n{engine.name}, {method}, batch 32, {sum(map(len, batches))} sentences: {total_ms:.0f} ms "
+                  f"of CPU time in torch operators; by operator (self time):")
             for key, share in ops:
                 print(f"  {share:6.1%}  {key}")
     return result
@@ -230,7 +235,7 @@ def main() -> None:
     report = {"checkpoint": args.checkpoint, "split": args.split, "sentences": len(sources),
               "threads": args.threads, "rounds": args.rounds, "load_average_before": load,
               "load_average_after": os.getloadavg(), "torch": torch.__version__, "cells": rows,
-              "profiles": {k: [[key, share] for key, share in v] for k, v in profiles.items()}}
+              "profiles": profiles}
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
         print(f"wrote {args.json}")
