@@ -59,7 +59,8 @@ if greedy_tab.open:
             webapp.show_user_text(f"Decoder input at step {t} (<s> + {t - 1} generated)",
                                   " ".join(token_text(x) for x in inputs))
         with chosen_col:
-            webapp.show_user_text("Chosen next token" + (" (end of sentence)" if chosen_id == run.config.eos_id else ""),
+            end = " (end of sentence)" if chosen_id == run.config.eos_id else ""
+            webapp.show_user_text("Chosen next token" + end,
                                   token_text(chosen_token))
         prob_col.latex(r"P(\hat y_{%d} \mid \hat y_{<%d}, x) = %.4f" % (t, t, step.chosen_prob[0]))
 
@@ -90,11 +91,17 @@ if beam_tab.open:
     with beam_tab:
         K = st.slider("Beam width K", 2, 5, 3, key="decoding_beam")
         alpha = ckpt.generation.length_penalty  # what get_run's beam search uses for this checkpoint
+        hf_beam = ckpt.generation.beam_scoring == "hf"  # an imported transformers model decodes as transformers does
         st.markdown(
-            f"During the search, hypotheses are compared by their plain sum of log P: no length normalisation. "
-            f"Only the final choice among the K hypotheses divides that sum by ((5 + |y|)/6)^α, with "
-            f"**α = {alpha:g}** (this checkpoint's decoding default; |y| counts the tokens up to and including "
-            f"</s>). The sums shown below are the unnormalised ones."
+            (f"This model decodes with transformers' beam search: each step keeps the 2K best continuations; one "
+             f"of the first K that ends in </s> leaves the beam as a finished hypothesis, scored by its sum of log P "
+             f"divided by |y|^α with **α = {alpha:g}**, and the search stops when no running beam can beat the "
+             f"worst of K finished ones. The tree shows the K running beams; the sums shown are unnormalised."
+             if hf_beam else
+             f"During the search, hypotheses are compared by their plain sum of log P: no length normalisation. "
+             f"Only the final choice among the K hypotheses divides that sum by ((5 + |y|)/6)^α, with "
+             f"**α = {alpha:g}** (this checkpoint's decoding default; |y| counts the tokens up to and including "
+             f"</s>). The sums shown below are the unnormalised ones.")
             + (f" The checkpoint's optional repetition guard is on: no unit of up to three subwords may occur more "
                f"than {ckpt.generation.max_loop_repeats} times in a row." if ckpt.generation.max_loop_repeats else ""))
         beam_run = webapp.get_run(sel.checkpoint, sel.sentence, K)

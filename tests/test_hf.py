@@ -70,6 +70,9 @@ def marian_dir(tmp_path_factory):
                 module.weight.normal_(1.0, 0.2)
                 module.bias.normal_(0.0, 0.2)
         model.final_logits_bias.normal_(0.0, 1.0)
+        model.final_logits_bias[0, vocab["<pad>"]] = 6.0  # <pad> would win often, were it not banned
+    # as Marian models are published: <pad> is never written
+    model.generation_config.bad_words_ids = [[vocab["<pad>"]]]
     model.save_pretrained(str(path))
     return path, model
 
@@ -107,11 +110,11 @@ def test_import_maps_the_config(imported, marian_dir):
     assert (cfg.d_model, cfg.d_ff, cfg.h, cfg.N, cfg.max_len, cfg.vocab_size) == (32, 64, 4, 2, 64, hf_cfg.vocab_size)
     assert (cfg.activation, cfg.scale_embedding, cfg.logits_bias, cfg.pre_ln) == ("swish", True, True, False)
     assert cfg.bos_id == cfg.pad_id == hf_cfg.pad_token_id and cfg.eos_id == 0 and cfg.unk_id == 1
-    assert imported.generation.beam_scoring == "hf"
+    assert imported.generation.beam_scoring == "hf" and imported.generation.suppress_ids == (cfg.pad_id,)
     assert (imported.metadata["src_lang"], imported.metadata["tgt_lang"]) == ("de", "en")
 
 
-@pytest.mark.filterwarnings("ignore:Recommended: pip install sacremoses")
+@pytest.mark.filterwarnings("ignore:Recommended")
 def test_import_tokenizes_as_marians_tokenizer(imported, marian_dir):
     reference = transformers.MarianTokenizer(*(str(marian_dir[0] / n) for n in ("source.spm", "target.spm",
                                                                                   "vocab.json")))
@@ -140,6 +143,18 @@ def test_imported_logits_and_greedy_output_match_transformers(imported, marian_d
     assert any(len(run_sentence(imported, s).decoding.tokens[0]) > 2 for s in SENTENCES)  # not all trivially short
 
 
+def test_the_pad_ban_of_the_generation_config_matters(imported):
+    """Without generation_config.json's bad_words_ids the random model would write <pad> (its logit bias is
+    high); with it, never."""
+    cfg, pad = imported.config, imported.config.pad_id
+    chosen = {}
+    for suppress in ((), imported.generation.suppress_ids):
+        chosen[suppress] = [i for s in SENTENCES for step in greedy_decode(
+            imported.model, torch.tensor([encode_source(imported.tokenizer, s, cfg.max_len).ids]), 20,
+            suppress=suppress).steps for i in step.chosen]
+    assert pad in chosen[()] and pad not in chosen[(pad,)]
+
+
 def test_imported_beam_search_matches_transformers(imported, marian_dir):
     model, cfg = marian_dir[1], imported.config
     for sentence in SENTENCES:
@@ -147,7 +162,7 @@ def test_imported_beam_search_matches_transformers(imported, marian_dir):
         max_new = max_output_length(cfg, len(ids))
         for beams, alpha, early in ((4, 1.0, False), (3, 0.6, True), (4, 1.4, "never")):
             ours = beam_search(imported.model, torch.tensor([ids]), beams, max_new, alpha, record=False,
-                               scoring="hf", early_stopping=early)
+                               scoring="hf", early_stopping=early, suppress=imported.generation.suppress_ids)
             assert ours.tokens[0] == _hf_generate(model, ids, max_new, num_beams=beams, length_penalty=alpha,
                                                   early_stopping=early), (sentence, beams, alpha, early)
 
@@ -175,6 +190,28 @@ def test_the_app_lists_and_opens_a_marian_directory(marian_dir, monkeypatch):
     assert list(webapp.list_checkpoints()) == [marian_dir[0].name]
     cfg, metadata = webapp.checkpoint_info(marian_dir[0].name)
     assert cfg.logits_bias and metadata["tgt_lang"] == "en"
+
+
+@pytest.mark.filterwarnings("ignore:Recommended")
+def test_every_page_and_step_runs_on_an_imported_marian_model(make_app, marian_dir, monkeypatch, every_step):
+    """The sidebar's only model is the Marian directory; every page of the navigation, every step of each,
+    draws without an error (the RNN and ViT pages load their own models, which this root does not have)."""
+    from transformer_viz import webapp
+    from transformer_viz.navigation import PAGES
+
+    from tests.support.apptest import rerun
+
+    at = make_app()
+    monkeypatch.setenv(webapp.CHECKPOINTS_ENV, str(marian_dir[0].parent))
+    rerun(at)
+    drawn = 0
+    for page in PAGES:
+        at.switch_page(page.file)
+        rerun(at)
+        assert [t.value for t in at.title] == [page.title], page.file
+        if page.url_path not in ("rnn", "vit") and at.tabs:
+            drawn += len(every_step(at, f"{page.url_path}_step"))
+    assert drawn > 30 and webapp.model_loaded(marian_dir[0].name)
 
 
 # --- refusals ----------------------------------------------------------------------------------------------
@@ -235,7 +272,7 @@ def test_export_writes_a_transformers_directory(exported, tiny_checkpoint):
     cfg = tiny_checkpoint.config
     assert model.config.decoder_start_token_id == cfg.bos_id and model.config.activation_function == "relu"
     assert model.config.max_position_embeddings == cfg.max_len and model.config.scale_embedding
-    for sentence in SENTENCES:  # AutoTokenizer writes our encoder input, </s> included
+    for sentence in SENTENCES + ["ein <pad> hund </s>"]:  # AutoTokenizer writes our encoder input, </s> included
         assert hf_tokenizer(sentence)["input_ids"] == encode_source(tiny_checkpoint.tokenizer, sentence, 64).ids
 
 

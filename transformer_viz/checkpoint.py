@@ -327,11 +327,19 @@ def load_checkpoint(directory: str | Path, device: str | torch.device = "cpu", d
         raise CheckpointError(f"{tok_dir / 'tokenizer.json'} cannot be loaded: {exc}") from exc
     if len(tokenizer) != cfg.vocab_size:
         raise CheckpointError(f"tokenizer has {len(tokenizer)} tokens but the model's vocabulary is {cfg.vocab_size}")
+    generation = read_generation_defaults(path, cfg.vocab_size)
+    return Checkpoint(model, tokenizer, cfg, load_metadata(path), path, generation)
+
+
+def read_generation_defaults(path: Path, vocab_size: int, beam_scoring: str = "gnmt") -> GenerationDefaults:
+    """The checkpoint's decoding defaults, any problem as a CheckpointError."""
     try:
-        generation = load_generation_defaults(path)
+        generation = load_generation_defaults(path, beam_scoring)
     except ValueError as exc:
         raise CheckpointError(str(exc)) from exc
-    return Checkpoint(model, tokenizer, cfg, load_metadata(path), path, generation)
+    if any(i >= vocab_size for i in generation.suppress_ids):
+        raise CheckpointError(f"{path}: bad_words_ids names a token outside the vocabulary of {vocab_size}")
+    return generation
 
 
 def _is_marian_dir(path: Path) -> bool:

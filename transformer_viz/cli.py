@@ -85,7 +85,8 @@ def _batch_translator(ckpt, args, decoding):
                                                          alpha=decoding.length_penalty, progress=progress,
                                                          max_loop_repeats=decoding.max_loop_repeats,
                                                          scoring=decoding.beam_scoring,
-                                                         early_stopping=decoding.early_stopping)
+                                                         early_stopping=decoding.early_stopping,
+                                                         suppress=decoding.suppress_ids)
 
 
 def cmd_translate(args) -> int:

@@ -67,6 +67,14 @@ def ban_loops(logp: torch.Tensor, written: torch.Tensor, max_repeats: int) -> to
     return logp.masked_fill(hit, float("-inf"))
 
 
+def suppressed(logp: torch.Tensor, suppress: tuple[int, ...]) -> torch.Tensor:
+    """logp (N, V) with −∞ for tokens that may never be written (transformers' single-token ``bad_words_ids``:
+    a Marian model's <pad>), set after the log-softmax and not renormalised, as transformers does."""
+    if not suppress:
+        return logp
+    return logp.index_fill(1, torch.tensor(list(suppress), device=logp.device), float("-inf"))
+
+
 def max_output_length(cfg: ModelConfig, source_length: int) -> int:
     """How many tokens decoding may write for a source of ``source_length`` tokens: translations are rarely
     much longer than their source, and <s> + the output must fit the model's positions."""
@@ -76,10 +84,12 @@ def max_output_length(cfg: ModelConfig, source_length: int) -> int:
 @torch.no_grad()
 def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int | None = None, top_k: int = 5,
                   record: bool = True, max_loop_repeats: int = 0,
-                  forced_prefix: list[int] | None = None, shrink: bool | None = None) -> DecodeResult:
+                  forced_prefix: list[int] | None = None, suppress: tuple[int, ...] = (),
+                  shrink: bool | None = None) -> DecodeResult:
     """Pick the most probable token at every step. src (B, S) -> one output per row.
 
     ``max_loop_repeats`` > 0: the optional repetition guard (:func:`loop_bans`); 0 leaves the model's choices.
+    ``suppress``: token IDs never written (:func:`suppressed`).
     ``forced_prefix``: tokens written first instead of the model's choices ("what if it had chosen another
     word?"), the same for every row; greedy decoding goes on from there. Its steps are recorded like the
     others, with the probability the model gave each forced token.
@@ -98,7 +108,7 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int | None = N
     written = torch.full((B, max_len), cfg.pad_id, dtype=torch.long, device=device)  # (B, max_len)
     steps = []
     for t in range(max_len):
-        logp = torch.log_softmax(model.decode_step(last, state).float(), dim=-1)  # (N, V)
+        logp = suppressed(torch.log_softmax(model.decode_step(last, state).float(), dim=-1), suppress)  # (N, V)
         if max_loop_repeats and t:
             logp = ban_loops(logp, written[rows, :t], max_loop_repeats)
         best_logp, best = logp.max(dim=-1)  # (N,)
@@ -156,7 +166,8 @@ BEAM_SCORINGS = ("gnmt", "hf")
 @torch.no_grad()
 def beam_search(model: Transformer, src: torch.Tensor, beam_size: int = 5, max_len: int | None = None,
                 alpha: float = 0.6, record: bool = True, max_loop_repeats: int = 0, scoring: str = "gnmt",
-                early_stopping: bool | str = False, shrink: bool | None = None) -> DecodeResult:
+                early_stopping: bool | str = False, suppress: tuple[int, ...] = (),
+                shrink: bool | None = None) -> DecodeResult:
     """Keep the ``beam_size`` best partial translations at every step; rank finished ones by
     log-probability / length_penalty. src (B, S) -> the best output per row.
 
@@ -164,11 +175,13 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int = 5, max_l
     ``shrink`` (default: when nothing is recorded): a sentence whose beams have all finished leaves the batch
     (its beams would only go on appending <pad> at no cost). Same outputs.
     ``scoring="hf"``: the beam search of transformers' ``generate(num_beams=…)`` instead (see
-    :func:`beam_search_hf`, which also reads ``early_stopping``); "gnmt", the default, is ours."""
+    :func:`beam_search_hf`, which also reads ``early_stopping``); "gnmt", the default, is ours.
+    ``suppress``: token IDs never written (:func:`suppressed`)."""
     if scoring not in BEAM_SCORINGS:
         raise ValueError(f"beam scoring must be one of {', '.join(BEAM_SCORINGS)}, not {scoring!r}")
     if scoring == "hf":
-        return beam_search_hf(model, src, beam_size, max_len, alpha, early_stopping, record, max_loop_repeats)
+        return beam_search_hf(model, src, beam_size, max_len, alpha, early_stopping, record, max_loop_repeats,
+                              suppress)
     cfg = model.cfg
     max_len = max_len or max_output_length(cfg, src.size(1))
     shrink = not record if shrink is None else shrink
@@ -185,7 +198,7 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int = 5, max_l
     last = torch.full((B * K,), cfg.bos_id, dtype=torch.long, device=device)
     steps = []
     for _ in range(max_len):
-        logp = torch.log_softmax(model.decode_step(last, state).float(), dim=-1)  # (N*K, V)
+        logp = suppressed(torch.log_softmax(model.decode_step(last, state).float(), dim=-1), suppress)  # (N*K, V)
         beams, parents = _beam_step(beams, logp, cfg, max_loop_repeats)
         if record:
             steps.append(BeamStep(beams.history[:, :, -1].tolist(), parents.tolist(), beams.scores.tolist(),
@@ -260,7 +273,7 @@ def _hf_finished(fin: tuple, cand_seqs: torch.Tensor, cand_scores: torch.Tensor,
 @torch.no_grad()
 def beam_search_hf(model: Transformer, src: torch.Tensor, beam_size: int = 5, max_len: int | None = None,
                    alpha: float = 1.0, early_stopping: bool | str = False, record: bool = True,
-                   max_loop_repeats: int = 0) -> DecodeResult:
+                   max_loop_repeats: int = 0, suppress: tuple[int, ...] = ()) -> DecodeResult:
     """Beam search as transformers' ``generate(num_beams=K, length_penalty=α, early_stopping=…)`` runs it
     (transformers 5, ``GenerationMixin._beam_search``), step for step, so that a model exported with
     ``export-hf`` writes the same tokens there and here. It differs from :func:`beam_search`: each step keeps
@@ -276,12 +289,13 @@ def beam_search_hf(model: Transformer, src: torch.Tensor, beam_size: int = 5, ma
     running = torch.zeros(B, K, device=device)
     running[:, 1:] = _DROPPED  # only the first beam expands at step 1
     seqs = torch.zeros(B, K, 0, dtype=torch.long, device=device)  # (B, K, t): running beams' tokens
-    fin = (torch.full((B, K, max_len), -1, dtype=torch.long, device=device), torch.full((B, K), _DROPPED, device=device),
-           torch.zeros(B, K, device=device), torch.zeros(B, K, dtype=torch.bool, device=device))
+    fin = (torch.full((B, K, max_len), -1, dtype=torch.long, device=device),  # finished: tokens (-1 after the end),
+           torch.full((B, K), _DROPPED, device=device), torch.zeros(B, K, device=device),  # scores, raw sums,
+           torch.zeros(B, K, dtype=torch.bool, device=device))  # and whether the slot holds one
     improvable = torch.ones(B, 1, dtype=torch.bool, device=device)
     last, steps = torch.full((B * K,), cfg.bos_id, dtype=torch.long, device=device), []
     for t in range(max_len):
-        logp = torch.log_softmax(model.decode_step(last, state).float(), dim=-1)  # (B*K, V)
+        logp = suppressed(torch.log_softmax(model.decode_step(last, state).float(), dim=-1), suppress)  # (B*K, V)
         V = logp.size(-1)
         if max_loop_repeats and t:
             logp = ban_loops(logp, seqs.view(B * K, -1), max_loop_repeats)
@@ -301,7 +315,8 @@ def beam_search_hf(model: Transformer, src: torch.Tensor, beam_size: int = 5, ma
         length = max_len if early_stopping == "never" and alpha > 0 else t + 1  # transformers' best-case length
         worst = torch.where(fin[3], fin[1].min(dim=1, keepdim=True).values, torch.tensor(_DROPPED, device=device))
         improvable = improvable & (running[:, :1] / float(length) ** alpha > worst).any(dim=1, keepdim=True)
-        if not (bool(improvable.any()) and not (bool(fin[3].all()) and early_stopping is True) and not bool(hits.all())):
+        all_full = bool(fin[3].all()) and early_stopping is True
+        if not bool(improvable.any()) or all_full or bool(hits.all()):
             break
     out = [[i for i in row if i >= 0] for row in fin[0][:, 0].tolist()]
     return DecodeResult([output_ids(r, cfg.eos_id, cfg.pad_id) for r in out], fin[2][:, 0].tolist(), steps, "beam")

@@ -76,7 +76,8 @@ def run_sentence(ckpt: Checkpoint, text: str, beam_size: int = 1, trace: bool = 
                   "max_loop_repeats": ckpt.generation.max_loop_repeats if max_loop_repeats is None
                   else max_loop_repeats,
                   "scoring": ckpt.generation.beam_scoring, "early_stopping": ckpt.generation.early_stopping}
-    result = translate_ids(model, src, beam_size=beam_size, max_len=max_output, **kwargs)
+    result = translate_ids(model, src, beam_size=beam_size, max_len=max_output, suppress=ckpt.generation.suppress_ids,
+                           **kwargs)
     generated = result.tokens[0][: cfg.max_len - 1]  # <s> + generated must fit the positions
     tgt_ids = [cfg.bos_id] + generated  # the decoder's start token (<pad> for a Marian model)
     run_trace = traced_forward(model, encoded.ids, tgt_ids, causal) if trace else None
@@ -150,7 +151,8 @@ def batch_trace(ckpt: Checkpoint, sentences: list[str]) -> tuple[Trace, list[lis
         ids = encode_source(tokenizer, text, max_tokens=cfg.max_len).ids
         # The same cap as run_sentence, so that a sentence gets the same translation alone and in the batch.
         result = translate_ids(model, torch.tensor([ids], device=device), beam_size=1,
-                               max_len=max_output_length(cfg, len(ids)), record=False)
+                               max_len=max_output_length(cfg, len(ids)), record=False,
+                               suppress=ckpt.generation.suppress_ids)
         sources.append(ids)
         targets.append([cfg.bos_id] + result.tokens[0][: cfg.max_len - 1])
     S, T = max(map(len, sources)), max(map(len, targets))

@@ -54,9 +54,10 @@ def repetition_rate(tokenizer, hypotheses: list[str], times: int = 4) -> float:
 @torch.no_grad()
 def translate_texts(model, tokenizer, texts: list[str], beam_size: int = 1, batch_tokens: int = 2000,
                     alpha: float = 0.6, progress: bool = False, device=None, max_loop_repeats: int = 0,
-                    scoring: str = "gnmt", early_stopping: bool | str = False) -> list[str]:
+                    scoring: str = "gnmt", early_stopping: bool | str = False,
+                    suppress: tuple[int, ...] = ()) -> list[str]:
     """Translate many sentences, batched by length; returns outputs in input order. ``scoring`` and
-    ``early_stopping``: which beam search (decoding.beam_search)."""
+    ``early_stopping``: which beam search (decoding.beam_search); ``suppress``: IDs never written."""
     from .data import encode_pairs, make_batch, token_batches
 
     device = device or next(model.parameters()).device
@@ -78,7 +79,7 @@ def translate_texts(model, tokenizer, texts: list[str], beam_size: int = 1, batc
     try:
         for idx in batches:
             batch = make_batch([pairs[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id).to(device)
-            kwargs = {"record": False, "max_loop_repeats": max_loop_repeats}
+            kwargs = {"record": False, "max_loop_repeats": max_loop_repeats, "suppress": suppress}
             if beam_size > 1:
                 kwargs.update(alpha=alpha, scoring=scoring, early_stopping=early_stopping)
             result = translate_ids(model, batch.src, beam_size=beam_size, **kwargs)

@@ -40,6 +40,8 @@ class GenerationDefaults:
     # Not a transformers key; a Marian directory's generation_config.json means "hf" (hf.py).
     beam_scoring: str = "gnmt"
     early_stopping: bool | str = False  # transformers' key: False, True or "never"; read by the "hf" scoring
+    # Token IDs never written: the single-token entries of transformers' bad_words_ids (Marian models ban <pad>).
+    suppress_ids: tuple[int, ...] = ()
     # Not a decoding setting: the ID each output starts with, as transformers names it.
     decoder_start_token_id: int = BOS
     bos_token_id: int = BOS
@@ -63,6 +65,9 @@ class GenerationDefaults:
             del data["max_new_tokens"]  # transformers reads a missing key as "no limit of its own"
         if not data["max_loop_repeats"]:
             del data["max_loop_repeats"]
+        del data["suppress_ids"]
+        if self.suppress_ids:
+            data["bad_words_ids"] = [[i] for i in self.suppress_ids]  # transformers' name for them
         if data["beam_scoring"] == "gnmt":
             del data["beam_scoring"], data["early_stopping"]  # the files written before "hf" existed stay as they were
         return data
@@ -79,7 +84,15 @@ def read_json_object(path: Path) -> dict:
     return data
 
 
-_NOT_NUMBERS = ("beam_scoring", "early_stopping")
+_NOT_NUMBERS = ("beam_scoring", "early_stopping", "suppress_ids")
+
+
+def _single_token_bans(bad_words_ids) -> tuple[int, ...]:
+    """The single-token entries of transformers' ``bad_words_ids`` (longer banned sequences are not followed)."""
+    if not isinstance(bad_words_ids, list):
+        return ()
+    return tuple(sorted({int(w[0]) for w in bad_words_ids if isinstance(w, list) and len(w) == 1
+                         and isinstance(w[0], int) and not isinstance(w[0], bool) and w[0] >= 0}))
 
 
 def load_generation_defaults(directory: str | Path | None, beam_scoring: str = "gnmt") -> GenerationDefaults:
@@ -93,7 +106,8 @@ def load_generation_defaults(directory: str | Path | None, beam_scoring: str = "
     try:
         defaults = GenerationDefaults(**{k: (float(v) if k == "length_penalty" else int(v)) for k, v in known.items()},
                                       beam_scoring=data.get("beam_scoring", beam_scoring),
-                                      early_stopping=data.get("early_stopping", False))
+                                      early_stopping=data.get("early_stopping", False),
+                                      suppress_ids=_single_token_bans(data.get("bad_words_ids")))
     except (TypeError, ValueError) as exc:  # e.g. "num_beams": null or "five"
         raise ValueError(f"{path}: a decoding setting is not a number ({exc})") from exc
     if defaults.beam_scoring not in ("gnmt", "hf"):

@@ -33,9 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .checkpoint import (METADATA, WEIGHTS, Checkpoint, CheckpointError, _read_weights, load_metadata,
-                         validate_config)
+                         read_generation_defaults, validate_config)
 from .config import ModelConfig
-from .generation import load_generation_defaults
 
 if TYPE_CHECKING:
     import torch
@@ -65,9 +64,10 @@ def _module_pairs(N: int) -> list[tuple[str, str, str]]:
     """(our module, Marian's module, how it touches the residual stream: "reads", "writes" or "norm")."""
     pairs = []
     for side, marian_side in (("encoder_layers", "model.encoder.layers"), ("decoder_layers", "model.decoder.layers")):
-        attentions = [("self_attn", "self_attn")] + ([("cross_attn", "encoder_attn")] if side == "decoder_layers" else [])
-        norms = (["self_attn_layer_norm", "final_layer_norm"] if side == "encoder_layers"
-                 else ["self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm"])
+        decoder = side == "decoder_layers"
+        attentions = [("self_attn", "self_attn")] + ([("cross_attn", "encoder_attn")] if decoder else [])
+        norms = (["self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm"] if decoder
+                 else ["self_attn_layer_norm", "final_layer_norm"])
         for i in range(N):
             ours, theirs = f"{side}.{i}", f"{marian_side}.{i}"
             for a, b in attentions:
@@ -164,11 +164,22 @@ def export_hf(ckpt: Checkpoint, out: str | Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     marian.save_pretrained(str(out))
     gen = ckpt.generation
-    beam = dict(num_beams=gen.num_beams, length_penalty=gen.length_penalty,
-                early_stopping=gen.early_stopping) if gen.num_beams > 1 else {}
+    settings = dict(num_beams=gen.num_beams, length_penalty=gen.length_penalty,
+                    early_stopping=gen.early_stopping) if gen.num_beams > 1 else {}
+    if gen.suppress_ids:
+        settings["bad_words_ids"] = [[i] for i in gen.suppress_ids]
     GenerationConfig(decoder_start_token_id=cfg.bos_id, bos_token_id=cfg.bos_id, eos_token_id=cfg.eos_id,
-                     pad_token_id=cfg.pad_id, max_length=cfg.max_len, **beam).save_pretrained(str(out))
-    exported_tokenizer(ckpt.tokenizer).save_pretrained(str(out))
+                     pad_token_id=cfg.pad_id, max_length=cfg.max_len, **settings).save_pretrained(str(out))
+    if isinstance(ckpt.tokenizer, MarianSentencePieceTokenizer):  # an imported Marian model: its own files
+        for name in MARIAN_TOKENIZER_FILES:
+            if (Path(ckpt.path) / name).is_file():
+                shutil.copyfile(Path(ckpt.path) / name, out / name)
+    else:
+        exported_tokenizer(ckpt.tokenizer).save_pretrained(str(out))
+        # Typed "<pad>" or "</s>" stays text for transformers' users too, as in our engine (tokenizer.py).
+        config = _read_json(out / "tokenizer_config.json")
+        config["split_special_tokens"] = True
+        (out / "tokenizer_config.json").write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n")
     for name in (METADATA, "language_stats.json"):
         if ckpt.path is not None and (Path(ckpt.path) / name).is_file():
             shutil.copyfile(Path(ckpt.path) / name, out / name)
@@ -269,7 +280,8 @@ def _special_tokens(directory: Path) -> dict[str, str]:
     path = directory / "tokenizer_config.json"
     config = _read_json(path) if path.is_file() else {}
     if config.get("separate_vocabs"):
-        raise ValueError("tokenizer_config.json: separate_vocabs = true is not supported (our model has one vocabulary)")
+        raise ValueError("tokenizer_config.json: separate_vocabs = true is not supported "
+                         "(our model has one vocabulary)")
 
     def token(key: str, default: str) -> str:
         value = config.get(key, default)
@@ -474,10 +486,7 @@ def load_marian(path: Path, cfg: ModelConfig, device, dtype: str) -> Checkpoint:
     tokenizer = load_hf_tokenizer(path)
     if len(tokenizer) != cfg.vocab_size:
         raise CheckpointError(f"tokenizer has {len(tokenizer)} tokens but the model's vocabulary is {cfg.vocab_size}")
-    try:
-        generation = load_generation_defaults(path, beam_scoring="hf")  # transformers' settings mean its beam
-    except ValueError as exc:
-        raise CheckpointError(str(exc)) from exc
+    generation = read_generation_defaults(path, cfg.vocab_size, beam_scoring="hf")  # transformers' settings: its beam
     return Checkpoint(model, tokenizer, cfg, load_metadata(path), path, generation)
 
 

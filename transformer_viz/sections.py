@@ -14,7 +14,7 @@ from .plots.common import token_text
 from .plots.decoding import forced_comparison_figure
 from .plots.layers import (ffn_hidden_figure, gamma_beta_figure, layernorm_stats_figure, position_stats,
                            relu_zero_fraction, zero_fraction_figure)
-from .tokenizer import EOS
+from .tokenizer import BOS, PAD
 
 if TYPE_CHECKING:
     from .engine import SentenceRun
@@ -87,26 +87,28 @@ FORCED_PARAM = "force"  # the forced prefix in the URL: token IDs joined by "-" 
 MAX_FORCED = 64
 
 
-def parse_forced(raw: str | None, vocab_size: int) -> tuple[int, ...]:
+def parse_forced(raw: str | None, vocab_size: int, never: tuple[int, ...] = (PAD, BOS)) -> tuple[int, ...]:
     """The forced prefix a URL names ("412-87" -> (412, 87)); () when it is missing or malformed, longer than
-    MAX_FORCED, or names <pad>, <s> or an ID outside the vocabulary."""
+    MAX_FORCED, or names one of ``never`` (<pad>, <s>: the model's own, see ModelConfig) or an ID outside the
+    vocabulary."""
     parts = str(raw or "").split("-")
     if not raw or len(parts) > MAX_FORCED or not all(p.isascii() and p.isdigit() and len(p) <= 7 for p in parts):
         return ()
     ids = tuple(int(p) for p in parts)
-    return ids if all(EOS <= i < vocab_size for i in ids) else ()
+    return ids if all(0 <= i < vocab_size and i not in never for i in ids) else ()
 
 
 def format_forced(ids) -> str:
     return "-".join(str(int(i)) for i in ids)
 
 
-def forced_prefix(sel: webapp.Selection, vocab_size: int) -> tuple[int, ...]:
+def forced_prefix(sel: webapp.Selection, vocab_size: int, never: tuple[int, ...] = (PAD, BOS)) -> tuple[int, ...]:
     """The session's forced prefix for this sentence: from the URL on the session's first look, () once the
     sentence or the direction changes."""
     state = st.session_state
     if FORCED not in state:
-        state[FORCED] = (sel.checkpoint, sel.sentence, parse_forced(st.query_params.get(FORCED_PARAM), vocab_size))
+        state[FORCED] = (sel.checkpoint, sel.sentence,
+                         parse_forced(st.query_params.get(FORCED_PARAM), vocab_size, never))
     checkpoint, sentence, ids = state[FORCED]
     return ids if (checkpoint, sentence) == (sel.checkpoint, sel.sentence) else ()
 
@@ -127,7 +129,7 @@ def what_if(sel: webapp.Selection, run: SentenceRun, key: str) -> None:
     prefix is kept in the URL (``force=``)."""
     tokenizer = webapp.get_checkpoint(sel.checkpoint).tokenizer
     ids, tokens, probs = _written(run, tokenizer)
-    forced = forced_prefix(sel, len(tokenizer))
+    forced = forced_prefix(sel, len(tokenizer), (run.config.pad_id, run.config.bos_id))
     webapp.reset_stale_index(f"{key}_position", len(ids))
     where, which, act = st.columns([2, 3, 2], vertical_alignment="bottom")
     t = where.selectbox("Position", range(len(ids)), key=f"{key}_position",

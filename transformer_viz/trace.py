@@ -157,6 +157,14 @@ its encoder–decoder model (`HookedEncoderDecoder`, blocks `encoder.{i}` and `d
 
 — marks a name with no counterpart.
 
+A transformers Marian model imported by `load_checkpoint` (hf.py) records exactly these names and shapes,
+with four differences in what they hold: `tgt.token_ids` starts with <pad> (Marian's decoder start token,
+never masked: every `decoder.{i}.self_attn.mask` lets each query see position 0); `*.embedding` is
+E[token_ids] without ×√d_model when its config has `scale_embedding: false`; `*.ffn.hidden` applies its
+activation (swish x·σ(x) or the exact GELU) instead of max(0, ·); `logits` add its `final_logits_bias`.
+Its d_model coordinates are in our order (the sines and cosines of `*.positional` interleaved): the import
+reorders Marian's weights, so the figures of an imported model read like those of ours.
+
 | name | shape | formula / meaning | TransformerLens |
 |---|---|---|---|
 """
