@@ -4,15 +4,19 @@ ctranslate2 (an optional package)."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 
 ctranslate2 = pytest.importorskip("ctranslate2")
 
 from transformer_viz.checkpoint import load_checkpoint  # noqa: E402
+from transformer_viz.config import preset  # noqa: E402
 from transformer_viz.ct2 import CT2Translator, translate_texts  # noqa: E402
 from transformer_viz.decoding import greedy_decode, max_output_length  # noqa: E402
 from transformer_viz.evaluate import translate_texts as our_translate_texts  # noqa: E402
+from transformer_viz.model import Transformer  # noqa: E402
 
 from tests.test_cli import run_cli  # noqa: E402
 
@@ -48,6 +52,27 @@ def test_the_converted_model_gives_our_log_probabilities(tiny_checkpoint, transl
     ours = torch.log_softmax(logits[0], -1).gather(1, torch.tensor(target + [cfg.eos_id])[:, None])[:, 0]
     assert len(scored.log_probs) == len(target) + 1  # every target token and </s>
     assert torch.allclose(torch.tensor(scored.log_probs), ours, atol=1e-4)
+
+
+@pytest.mark.parametrize("options", [{"activation": "swish", "scale_embedding": False, "logits_bias": True,
+                                      "tie_embeddings": False}, {"activation": "gelu"}])
+def test_an_imported_models_options_are_converted(options):
+    """Marian models imported from transformers (hf.py) may use swish or GELU, no embedding scale, a logits bias
+    and a separate output projection: the converted model computes the same log-probabilities."""
+    torch.manual_seed(4)
+    model = Transformer(preset("tiny", vocab_size=120, **options)).eval()
+    if model.cfg.logits_bias:
+        model.logits_bias.normal_()
+    translator = CT2Translator(SimpleNamespace(model=model, config=model.cfg), "float32", threads=1)
+    src, target = [5, 9, 17, 3, model.cfg.eos_id], [8, 40, 7]
+    scored = translator.translator.score_batch([[translator.tokens[i] for i in src]],
+                                               [[translator.tokens[i] for i in target]])[0]
+    with torch.no_grad():
+        logits = model(torch.tensor([src]), torch.tensor([[model.cfg.bos_id] + target]))  # (1, T, V)
+    ours = torch.log_softmax(logits[0], -1).gather(1, torch.tensor(target + [model.cfg.eos_id])[:, None])[:, 0]
+    assert torch.allclose(torch.tensor(scored.log_probs), ours, atol=1e-4)
+    assert translator.translate_ids([src], suppress=(7,)) == greedy_decode(model, torch.tensor([src]), record=False,
+                                                                           suppress=(7,)).tokens
 
 
 def test_greedy_translations_are_ours(tiny_checkpoint, translator):

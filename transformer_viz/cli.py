@@ -78,7 +78,8 @@ def _batch_translator(ckpt, args, decoding):
 
         translator = _ct2_translator(ckpt, args)
         return lambda texts, progress=False: ct2_texts(translator, ckpt.tokenizer, texts, decoding.num_beams,
-                                                        decoding.length_penalty, progress=progress)
+                                                        decoding.length_penalty, progress=progress,
+                                                        suppress=decoding.suppress_ids)
     from .evaluate import translate_texts
 
     return lambda texts, progress=False: translate_texts(ckpt.model, ckpt.tokenizer, texts, decoding.num_beams,

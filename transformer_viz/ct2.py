@@ -56,22 +56,32 @@ def _ffn(spec, ffn, norm) -> None:
     _norm(spec.layer_norm, norm.norm)
 
 
-def build_spec(model, tokenizer):
-    """A ctranslate2.specs.TransformerSpec holding a copy of ``model``'s weights (post-LN, ReLU, tied)."""
+def token_names(vocab_size: int) -> list[str]:
+    """CTranslate2 speaks in token strings; ours are named by their IDs ("0", "1", …), so that any tokenizer
+    (ours, or an imported Marian model's) maps one to one, and IDs go in and come out unchanged."""
+    return [str(i) for i in range(vocab_size)]
+
+
+def build_spec(model):
+    """A ctranslate2.specs.TransformerSpec holding a copy of ``model``'s weights: post-LN, the config's
+    activation and embedding scale, tied or separate output projection, an imported model's logits bias."""
     from ctranslate2.specs import common_spec, transformer_spec
 
     cfg = model.cfg
     if cfg.pre_ln:
         raise ValueError("only post-LN models are converted here (config pre_ln is true)")
-    spec = transformer_spec.TransformerSpec.from_config((cfg.N, cfg.N), cfg.h, pre_norm=False,
-                                                        activation=common_spec.Activation.RELU)
+    activation = {"relu": common_spec.Activation.RELU, "gelu": common_spec.Activation.GELU,
+                  "swish": common_spec.Activation.SWISH}[cfg.activation]
+    spec = transformer_spec.TransformerSpec.from_config((cfg.N, cfg.N), cfg.h, pre_norm=False, activation=activation)
     pe = _array(model.pe)  # (max_len, d_model), our interleaved sin/cos layout
     for side, embeddings, embed in ((spec.encoder, spec.encoder.embeddings[0], model.src_embed),
                                     (spec.decoder, spec.decoder.embeddings, model.tgt_embed)):
         embeddings.weight = _array(embed.weight)
-        side.scale_embeddings = True  # ×√d_model
+        side.scale_embeddings = cfg.scale_embedding  # ×√d_model
         side.position_encodings.encodings = pe.copy()
     spec.decoder.projection.weight = _array(model.tgt_embed.weight if cfg.tie_embeddings else model.generator.weight)
+    if cfg.logits_bias:
+        spec.decoder.projection.bias = _array(model.logits_bias)
     for layer_spec, layer in zip(spec.encoder.layer, model.encoder_layers):
         _attention(layer_spec.self_attention, layer.self_attn, layer.norm1, True)
         _ffn(layer_spec.ffn, layer.ffn, layer.norm2)
@@ -79,22 +89,22 @@ def build_spec(model, tokenizer):
         _attention(layer_spec.self_attention, layer.self_attn, layer.norm1, True)
         _attention(layer_spec.attention, layer.cross_attn, layer.norm2, False)
         _ffn(layer_spec.ffn, layer.ffn, layer.norm3)
-    tokens = tokenizer.convert_ids_to_tokens(list(range(cfg.vocab_size)))
+    tokens = token_names(cfg.vocab_size)
     spec.register_source_vocabulary(tokens)
     spec.register_target_vocabulary(tokens)
     spec.config.unk_token, spec.config.bos_token = tokens[cfg.unk_id], tokens[cfg.bos_id]
-    spec.config.eos_token, spec.config.decoder_start_token = tokens[cfg.eos_id], tokens[cfg.bos_id]
+    spec.config.eos_token, spec.config.decoder_start_token = tokens[cfg.eos_id], tokens[cfg.bos_id]  # our start
     spec.config.layer_norm_epsilon = cfg.layer_norm_eps
     return spec
 
 
-def convert(model, tokenizer, out_dir: str | Path) -> Path:
+def convert(model, out_dir: str | Path) -> Path:
     """Write the CTranslate2 model directory (float32; quantise at load time with compute_type)."""
     from ctranslate2.converters import Converter
 
     class _FromModel(Converter):
         def _load(self):
-            return build_spec(model, tokenizer)
+            return build_spec(model)
 
     return Path(_FromModel().convert(str(out_dir), force=True))
 
@@ -111,27 +121,29 @@ class CT2Translator:
         torch_threads = torch.get_num_threads()
         self.cfg = ckpt.config
         with tempfile.TemporaryDirectory() as tmp:  # read once: the loaded model no longer needs the files
-            directory = convert(ckpt.model, ckpt.tokenizer, Path(tmp) / "ct2")
+            directory = convert(ckpt.model, Path(tmp) / "ct2")
             self.translator = ctranslate2.Translator(str(directory), device="cpu", compute_type=compute_type,
                                                      intra_threads=threads or torch_threads, inter_threads=1)
         torch.set_num_threads(torch_threads)  # loading a CTranslate2 model changes torch's thread count
-        self.tokens = ckpt.tokenizer.convert_ids_to_tokens(list(range(self.cfg.vocab_size)))
-        self.ids = {token: i for i, token in enumerate(self.tokens)}
+        self.tokens = token_names(self.cfg.vocab_size)
 
-    def translate_ids(self, rows: list[list[int]], beam_size: int = 1, alpha: float = 1.0) -> list[list[int]]:
+    def translate_ids(self, rows: list[list[int]], beam_size: int = 1, alpha: float = 1.0,
+                      suppress: tuple[int, ...] = ()) -> list[list[int]]:
         """Source IDs (each ending in </s>) -> output IDs without </s>. ``alpha`` is CTranslate2's own length
-        penalty (log-probability / length^α), not our engine's GNMT one; greedy ignores it."""
+        penalty (log-probability / length^α), not our engine's GNMT one; greedy ignores it. ``suppress``:
+        IDs never written (an imported Marian model's <pad>)."""
         from .decoding import max_output_length
 
-        limit = max_output_length(self.cfg, max(len(r) for r in rows))
+        limit = max_output_length(self.cfg, max(len(r) for r in rows))  # the same cap as our engine's
         results = self.translator.translate_batch([[self.tokens[i] for i in r] for r in rows], beam_size=beam_size,
                                                   length_penalty=alpha, max_decoding_length=limit,
-                                                  min_decoding_length=0)  # like ours: </s> may come first
-        return [[self.ids[t] for t in r.hypotheses[0]] for r in results]
+                                                  min_decoding_length=0,  # like ours: </s> may come first
+                                                  suppress_sequences=[[self.tokens[i]] for i in suppress] or None)
+        return [[int(t) for t in r.hypotheses[0]] for r in results]
 
 
 def translate_texts(translator: CT2Translator, tokenizer, texts: list[str], beam_size: int = 1, alpha: float = 1.0,
-                    batch_tokens: int = 2000, progress: bool = False) -> list[str]:
+                    batch_tokens: int = 2000, progress: bool = False, suppress: tuple[int, ...] = ()) -> list[str]:
     """:func:`transformer_viz.evaluate.translate_texts` with CTranslate2: the same tokens, the same batches."""
     from .data import encode_pairs, token_batches
     from .tokenizer import decode
@@ -143,10 +155,10 @@ def translate_texts(translator: CT2Translator, tokenizer, texts: list[str], beam
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(texts), desc=f"translating with CTranslate2 ({'greedy' if beam_size <= 1 else f'beam {beam_size}'})",
-                   unit="sent")
+        method = "greedy" if beam_size <= 1 else f"beam {beam_size}"
+        bar = tqdm(total=len(texts), desc=f"translating with CTranslate2 ({method})", unit="sent")
     for idx in token_batches(pairs, 2 * source_tokens, shuffle=False):
-        for i, ids in zip(idx, translator.translate_ids([pairs[i][0] for i in idx], beam_size, alpha)):
+        for i, ids in zip(idx, translator.translate_ids([pairs[i][0] for i in idx], beam_size, alpha, suppress)):
             outputs[i] = decode(tokenizer, ids)
         if bar:
             bar.update(len(idx))
