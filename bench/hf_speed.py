@@ -203,6 +203,47 @@ def run_profiles(engines, sources: list[list[int]], args) -> dict:
     return result
 
 
+def ms_per_token(engines, sources: list[list[int]], beam: int, rounds: int = 2) -> dict:
+    """Milliseconds per output token (+ 1 for </s>) at batch 1, engines alternating round by round."""
+    seconds, tokens = {e.name: 0.0 for e in engines}, {e.name: 0 for e in engines}
+    for r in range(rounds):
+        for engine in engines if r % 2 == 0 else engines[::-1]:
+            start = time.perf_counter()
+            outputs = [engine.translate([row], beam)[0] for row in sources]
+            seconds[engine.name] += time.perf_counter() - start
+            tokens[engine.name] += sum(len(out) + 1 for out in outputs)
+    return {name: 1000 * seconds[name] / tokens[name] for name in seconds}
+
+
+def narrow_checkpoint(ckpt):
+    """The checkpoint's shape with d_model 32, d_ff 64, 4 heads and random weights: its arithmetic costs next
+    to nothing, so decoding it measures an engine's fixed cost per step (Python, dispatch, bookkeeping)."""
+    import dataclasses
+
+    from transformer_viz.model import Transformer
+
+    torch.manual_seed(0)
+    cfg = dataclasses.replace(ckpt.config, d_model=32, d_ff=64, h=4, dropout=0.0)
+    return dataclasses.replace(ckpt, model=Transformer(cfg).eval(), config=cfg)
+
+
+def run_overhead(ckpt, engines, sources: list[list[int]], args, work: Path) -> dict:
+    """Where the time goes at batch 1: milliseconds per output token for the real model and for the narrow
+    one (:func:`narrow_checkpoint`), ours and transformers."""
+    alpha = ckpt.generation.length_penalty
+    narrow = narrow_checkpoint(ckpt)
+    narrow_engines = [Ours(narrow, alpha), Transformers(load_transformers(narrow, work / "hf-narrow"), narrow.config,
+                                                        alpha)]
+    result, part = {}, sources[:args.profile_sentences // 4]
+    for method, beam in (("greedy", 1), ("beam5", 5)):
+        real, fixed = ms_per_token(engines[:2], part, beam), ms_per_token(narrow_engines, part, beam)
+        result[method] = {"model": real, "narrow_model": fixed}
+        print(f"\nbatch 1, {method}, {len(part)} sentences, ms per output token: this model "
+              + ", ".join(f"{n} {v:.2f}" for n, v in real.items()) + "; d_model 32 (fixed cost per step) "
+              + ", ".join(f"{n} {v:.2f}" for n, v in fixed.items()))
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoint", default="checkpoints/de-en")
@@ -213,7 +254,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="alternation rounds per cell")
     parser.add_argument("--cells", nargs="*", help="e.g. greedy@32 beam5@1 (default: all four)")
     parser.add_argument("--ct2-types", nargs="*", default=["float32", "int8"], help="CTranslate2 compute types")
-    parser.add_argument("--profile", action="store_true", help="also profile ours and transformers by operator")
+    parser.add_argument("--profile", action="store_true",
+                        help="also: ours and transformers by torch operator (batch 32), and ms per output token at "
+                             "batch 1 for this model and for a d_model-32 one (the fixed cost per step)")
     parser.add_argument("--profile-sentences", type=int, default=320)
     parser.add_argument("--profile-top", type=int, default=10)
     parser.add_argument("--json", help="write the results here")
@@ -232,6 +275,8 @@ def main() -> None:
         rows = run_cells(engines, sources, args)
         print_table(rows)
         profiles = run_profiles(engines, sources, args) if args.profile else {}
+        if args.profile:
+            profiles["batch 1 ms per output token"] = run_overhead(ckpt, engines, sources, args, Path(tmp))
     report = {"checkpoint": args.checkpoint, "split": args.split, "sentences": len(sources),
               "threads": args.threads, "rounds": args.rounds, "load_average_before": load,
               "load_average_after": os.getloadavg(), "torch": torch.__version__, "cells": rows,
