@@ -144,7 +144,8 @@ def profile_ops(engine, batches, beam: int, top: int) -> tuple[float, list[tuple
 def agreement(outputs: dict, reference: str = "ours") -> dict:
     """Share of sentences whose output IDs are identical to ``reference``'s, per other engine."""
     ref = outputs[reference]
-    return {name: sum(a == b for a, b in zip(out, ref)) / len(ref) for name, out in outputs.items() if name != reference}
+    return {name: sum(a == b for a, b in zip(out, ref)) / len(ref)
+            for name, out in outputs.items() if name != reference}
 
 
 def run_cells(engines, sources: list[list[int]], args) -> list[dict]:

@@ -192,7 +192,8 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int = 5, max_l
     scores[:, 0] = 0.0  # all beams start identical: let only the first one expand at step 1
     beams = _Beams(torch.arange(B, device=device), scores,
                    torch.full((B, K, 0), cfg.pad_id, dtype=torch.long, device=device),
-                   torch.zeros(B, K, dtype=torch.bool, device=device), torch.zeros(B, K, dtype=torch.long, device=device))
+                   torch.zeros(B, K, dtype=torch.bool, device=device),
+                   torch.zeros(B, K, dtype=torch.long, device=device))
     out = _Beams(beams.sentences, scores.clone(), torch.full((B, K, max_len), cfg.pad_id, dtype=torch.long,
                                                              device=device), beams.finished, beams.lengths.clone())
     last = torch.full((B * K,), cfg.bos_id, dtype=torch.long, device=device)
@@ -223,7 +224,8 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int = 5, max_l
     return DecodeResult([output_ids(r, cfg.eos_id, cfg.pad_id) for r in chosen], best_scores, steps, "beam")
 
 
-def _beam_step(beams: _Beams, logp: torch.Tensor, cfg: ModelConfig, max_loop_repeats: int) -> tuple[_Beams, torch.Tensor]:
+def _beam_step(beams: _Beams, logp: torch.Tensor, cfg: ModelConfig,
+               max_loop_repeats: int) -> tuple[_Beams, torch.Tensor]:
     """Extend every beam by every token and keep the K best per sentence. logp (N*K, V) -> the new beams and
     the parent (N, K) each extends."""
     N, K = beams.scores.shape
