@@ -5,7 +5,7 @@
     python bench/hf_speed.py --threads 2 --profile                # also: where the time goes
 
 The checkpoint is exported to a transformers directory (MarianMTModel) and, when ctranslate2 is installed,
-converted to a CTranslate2 model (transformer_viz/ct2.py), loaded as float32 and as int8. Every engine decodes
+converted to a CTranslate2 model (bench/ct2_engine.py), loaded as float32 and as int8. Every engine decodes
 the same source token IDs (our tokenizer, ending in </s>) in the same batches: consecutive sentences of the
 split in file order, batch 1 and batch 32, greedy and beam 5, each engine with its own beam search and the
 checkpoint's length penalty (the algorithms differ, so beam outputs may too: the agreement is reported), no
@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # ct2_engine
 
 from transformer_viz.checkpoint import load_checkpoint  # noqa: E402
 from transformer_viz.data import encode_pairs, read_split  # noqa: E402
@@ -76,7 +77,7 @@ class Transformers:
 
 class CTranslate2:
     def __init__(self, ckpt, compute_type: str, threads: int, alpha: float) -> None:
-        from transformer_viz.ct2 import CT2Translator
+        from ct2_engine import CT2Translator
 
         self.name, self.alpha = f"ct2-{compute_type}", alpha
         self.translator = CT2Translator(ckpt, compute_type, threads)  # converted from the weights in memory

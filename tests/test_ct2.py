@@ -1,6 +1,6 @@
-"""CTranslate2 as a second engine: the converted model computes our model's numbers and translations, leaves our
-weights and torch's threads alone, and the command line offers it for batch translation. Skipped without
-ctranslate2 (an optional package)."""
+"""The benchmark's CTranslate2 conversion (bench/ct2_engine.py): the converted model computes our model's numbers
+and translations and leaves our weights and torch's threads alone, so bench/hf_speed.py compares like with like.
+Skipped without ctranslate2 (pip install -r bench/requirements.txt)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,10 @@ ctranslate2 = pytest.importorskip("ctranslate2")
 
 from transformer_viz.checkpoint import load_checkpoint  # noqa: E402
 from transformer_viz.config import preset  # noqa: E402
-from transformer_viz.ct2 import CT2Translator, translate_texts  # noqa: E402
+from bench.ct2_engine import CT2Translator  # noqa: E402
 from transformer_viz.decoding import greedy_decode, max_output_length  # noqa: E402
-from transformer_viz.evaluate import translate_texts as our_translate_texts  # noqa: E402
 from transformer_viz.model import Transformer  # noqa: E402
 
-from tests.test_cli import run_cli  # noqa: E402
 
 SENTENCES = ["ein mann spielt im park .", "zwei hunde laufen .", "eine frau liest ein buch im park .", "hallo"]
 
@@ -80,8 +78,6 @@ def test_greedy_translations_are_ours(tiny_checkpoint, translator):
     ours = greedy_decode(tiny_checkpoint.model, _padded(rows, tiny_checkpoint.config.pad_id), record=False)
     assert translator.translate_ids(rows) == ours.tokens
     assert all(len(t) <= max_output_length(tiny_checkpoint.config, max(map(len, rows))) for t in ours.tokens)
-    texts = our_translate_texts(tiny_checkpoint.model, tiny_checkpoint.tokenizer, SENTENCES)
-    assert translate_texts(translator, tiny_checkpoint.tokenizer, SENTENCES) == texts
 
 
 def test_int8_leaves_our_weights_and_torch_threads_alone(checkpoint_dir):
@@ -94,20 +90,3 @@ def test_int8_leaves_our_weights_and_torch_threads_alone(checkpoint_dir):
     for key, value in ckpt.model.state_dict().items():
         assert torch.equal(value, before[key]), key
 
-
-def test_translate_and_evaluate_offer_the_engine(capsys, monkeypatch, checkpoint_dir):
-    args = ("--checkpoint", str(checkpoint_dir), "--beam", "1", "--max-loop-repeats", "0")
-    stdin = "\n".join(SENTENCES) + "\n"
-    code, ours, _ = run_cli(capsys, "translate", *args, stdin=stdin, monkeypatch=monkeypatch)
-    code_ct2, theirs, err = run_cli(capsys, "translate", *args, "--engine", "ctranslate2", stdin=stdin,
-                                    monkeypatch=monkeypatch)
-    assert code == code_ct2 == 0 and theirs == ours and len(ours.splitlines()) == len(SENTENCES)
-    code, one, _ = run_cli(capsys, "translate", *args, SENTENCES[0])
-    code_ct2, one_ct2, _ = run_cli(capsys, "translate", *args, "--engine", "ctranslate2", SENTENCES[0])
-    assert code == code_ct2 == 0 and one_ct2 == one
-    code, _, err = run_cli(capsys, "evaluate", "--checkpoint", str(checkpoint_dir), "--engine", "ctranslate2",
-                           "--record")
-    assert code == 2 and "--record" in err
-    code, _, err = run_cli(capsys, "translate", "--checkpoint", str(checkpoint_dir.parent / "rnn-de-en"),
-                           "--engine", "ctranslate2", "hallo")
-    assert code == 2 and "Transformers only" in err

@@ -44,60 +44,14 @@ def _input_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-def _ct2_translator(ckpt, args):
-    """The checkpoint in CTranslate2 (--engine ctranslate2), or a CheckpointError saying why not."""
-    from .checkpoint import CheckpointError
-    from .model import Transformer
-
-    if not isinstance(ckpt.model, Transformer):
-        raise CheckpointError(f"--engine ctranslate2 runs Transformers only; {args.checkpoint} is a recurrent model")
-    try:
-        from .ct2 import CT2Translator
-
-        return CT2Translator(ckpt, args.compute_type)
-    except ImportError as exc:
-        raise CheckpointError(f"--engine ctranslate2 needs the ctranslate2 package "
-                              f"(pip install ctranslate2==4.8.5): {exc}") from exc
-
-
-def _engine_decoding(args, decoding):
-    """The decoding an engine will run: CTranslate2 has no repetition guard, so it runs without one (said)."""
-    from dataclasses import replace
-
-    if args.engine == "ctranslate2" and decoding.max_loop_repeats:
-        print(f"note: CTranslate2 has no repetition guard; decoding without it "
-              f"(the checkpoint's default is {decoding.max_loop_repeats})", file=sys.stderr)
-        return replace(decoding, max_loop_repeats=0)
-    return decoding
-
-
-def _batch_translator(ckpt, args, decoding):
-    """texts -> translations, in batches, by the engine the flags choose."""
-    if args.engine == "ctranslate2":
-        from .ct2 import translate_texts as ct2_texts
-
-        translator = _ct2_translator(ckpt, args)
-        return lambda texts, progress=False: ct2_texts(translator, ckpt.tokenizer, texts, decoding.num_beams,
-                                                        decoding.length_penalty, progress=progress,
-                                                        suppress=decoding.suppress_ids)
-    from .evaluate import translate_texts
-
-    return lambda texts, progress=False: translate_texts(ckpt.model, ckpt.tokenizer, texts, decoding.num_beams,
-                                                         alpha=decoding.length_penalty, progress=progress,
-                                                         max_loop_repeats=decoding.max_loop_repeats,
-                                                         scoring=decoding.beam_scoring,
-                                                         early_stopping=decoding.early_stopping,
-                                                         suppress=decoding.suppress_ids)
-
-
 def cmd_translate(args) -> int:
     from .engine import run_sentence
+    from .evaluate import translate_texts
     from .tokenizer import InputError, encode_source
 
     ckpt = _load(args.checkpoint, args.dtype)
-    decoding = _engine_decoding(args, ckpt.generation.override(args.beam, args.alpha, args.max_loop_repeats))
-    translate = _batch_translator(ckpt, args, decoding)
-    if args.sentence and args.engine == "ours":
+    decoding = ckpt.generation.override(args.beam, args.alpha, args.max_loop_repeats)
+    if args.sentence:
         try:
             run = run_sentence(ckpt, " ".join(args.sentence), beam_size=decoding.num_beams,
                                alpha=decoding.length_penalty, trace=False, max_loop_repeats=decoding.max_loop_repeats)
@@ -108,9 +62,9 @@ def cmd_translate(args) -> int:
             print(f"note: {note}", file=sys.stderr)
         print(run.translation)
         return 0
-    # Standard input (and CTranslate2's one sentence): one output line per input line (an empty line stays
-    # empty), translated in batches. Every line goes through the same input rules as a sentence in the app.
-    lines = [" ".join(args.sentence)] if args.sentence else _input_lines(_read_stdin())
+    # Standard input: one output line per input line (an empty line stays empty), translated in batches.
+    # Every line goes through the same input rules as a sentence on the command line or in the app.
+    lines = _input_lines(_read_stdin())
     used: dict[int, str] = {}
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -124,9 +78,10 @@ def cmd_translate(args) -> int:
             print(f"note: line {number}: {note}", file=sys.stderr)
         used[number - 1] = encoded.clean.text
     todo = sorted(used)
-    if args.sentence and not todo:
-        return 2  # the one sentence given could not be read (said above)
-    outputs = translate([used[i] for i in todo], progress=args.progress) if todo else []
+    outputs = translate_texts(ckpt.model, ckpt.tokenizer, [used[i] for i in todo], beam_size=decoding.num_beams,
+                              alpha=decoding.length_penalty, progress=args.progress,
+                              max_loop_repeats=decoding.max_loop_repeats, scoring=decoding.beam_scoring,
+                              early_stopping=decoding.early_stopping, suppress=decoding.suppress_ids) if todo else []
     result = [""] * len(lines)
     for i, out in zip(todo, outputs):
         result[i] = out
@@ -234,19 +189,13 @@ def cmd_evaluate(args) -> int:
     from .data import read_any_split
     from .evaluate import evaluate_split
 
-    if args.record and args.engine != "ours":
-        print("error: --record keeps the scores of our engine, the one the app runs (no --engine)", file=sys.stderr)
-        return 2
-    ckpt = _load(args.checkpoint, device="cpu" if args.engine != "ours" else args.device)
-    decoding = _engine_decoding(args, ckpt.generation.override(args.beam, args.alpha, args.max_loop_repeats))
+    ckpt = _load(args.checkpoint, device=args.device)
+    decoding = ckpt.generation.override(args.beam, args.alpha, args.max_loop_repeats)
     src_lang = args.src or ckpt.metadata.get("src_lang", "de")
     tgt_lang = args.tgt or ckpt.metadata.get("tgt_lang", "en")
     pairs = read_any_split(args.split, src_lang, tgt_lang, args.data_dir, args.tatoeba_dir, limit=args.limit or None)
     report, hyps = evaluate_split(ckpt, pairs, args.split, decoding.num_beams, decoding.length_penalty,
-                                  progress=not args.no_progress, max_loop_repeats=decoding.max_loop_repeats,
-                                  translate=_batch_translator(ckpt, args, decoding))
-    if args.engine != "ours":
-        report["engine"] = f"{args.engine} {args.compute_type}"
+                                  progress=not args.no_progress, max_loop_repeats=decoding.max_loop_repeats)
     out = Path(args.output or f"hyps.{args.split}.{src_lang}-{tgt_lang}.beam{decoding.num_beams}.txt")
     out.write_text("".join(h + "\n" for h in hyps))
     report = {**report, "direction": f"{src_lang}-{tgt_lang}", "hypotheses": str(out)}
@@ -413,15 +362,6 @@ def _model_flags(p: argparse.ArgumentParser) -> None:
     _decoding_flags(p)
 
 
-def _engine_flags(p: argparse.ArgumentParser) -> None:
-    """Batch translation by our engine or by CTranslate2 (faster; no traces; see transformer_viz/ct2.py)."""
-    p.add_argument("--engine", default="ours", choices=["ours", "ctranslate2"],
-                   help="ours (default), or ctranslate2: several times faster for batches, same greedy outputs in "
-                        "float32, no repetition guard, its own length penalty (needs pip install ctranslate2)")
-    p.add_argument("--compute-type", default="float32", choices=["float32", "int8"],
-                   help="with --engine ctranslate2: float32 (our numbers) or int8 (quantised, faster, outputs differ)")
-
-
 def _decoding_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--beam", type=_beam_width, default=None,
                    help=f"beam width, 1 (greedy) to {MAX_BEAM}; default: the checkpoint's generation_config.json")
@@ -547,7 +487,6 @@ def _scoring_commands(sub) -> None:
     p.add_argument("--src")
     p.add_argument("--tgt")
     _decoding_flags(p)
-    _engine_flags(p)
     p.add_argument("--limit", type=int, default=0, help="only the first n sentences")
     p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
     p.add_argument("--output", help="where to write the hypotheses")
@@ -566,7 +505,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("translate", help="translate a sentence, or standard input line by line")
     _model_flags(p)
-    _engine_flags(p)
     p.add_argument("--progress", action="store_true", help="show a progress bar for standard input")
     p.add_argument("sentence", nargs="*", help="the sentence; omit it to read standard input")
     p.set_defaults(func=cmd_translate)

@@ -114,18 +114,12 @@ def record_scores(checkpoint_dir, report: dict) -> None:
 
 
 def evaluate_split(ckpt, pairs: list[tuple[str, str]], split: str, beam_size: int, alpha: float,
-                   progress: bool = False, max_loop_repeats: int = 0, translate=None) -> tuple[dict, list[str]]:
-    """Translate a split's sources and score them: the report row of a model card, and the hypotheses.
-
-    ``translate(texts, progress=…)``: another engine's batch translation (CTranslate2); default our engine."""
+                   progress: bool = False, max_loop_repeats: int = 0) -> tuple[dict, list[str]]:
+    """Translate a split's sources and score them: the report row of a model card, and the hypotheses."""
     from .generation import GenerationDefaults
 
-    sources = [s for s, _ in pairs]
-    if translate is not None:
-        hyps = translate(sources, progress=progress)
-    else:
-        hyps = translate_texts(ckpt.model, ckpt.tokenizer, sources, beam_size=beam_size, alpha=alpha,
-                               progress=progress, max_loop_repeats=max_loop_repeats)
+    hyps = translate_texts(ckpt.model, ckpt.tokenizer, [s for s, _ in pairs], beam_size=beam_size, alpha=alpha,
+                           progress=progress, max_loop_repeats=max_loop_repeats)
     result = score(hyps, [t for _, t in pairs])
     decoding = GenerationDefaults(num_beams=beam_size, length_penalty=alpha,
                                   max_loop_repeats=max_loop_repeats).describe()

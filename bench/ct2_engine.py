@@ -1,15 +1,13 @@
-"""CTranslate2 as a second engine for batch translation: our Transformer's weights as a CTranslate2 model.
+"""Our Transformer's weights as a CTranslate2 model, for bench/hf_speed.py (pip install -r bench/requirements.txt).
 
-CTranslate2 (``pip install ctranslate2``, optional) is a C++ inference engine for Transformers; on our
-checkpoints it translates batches several times faster than our engine on a CPU (bench/hf_speed.py), with
-the same greedy outputs in float32. It computes no traces, so the app's step-by-step views keep our engine;
-``translate --engine ctranslate2`` and ``evaluate --engine ctranslate2`` use it.
+CTranslate2 is a C++ inference engine for Transformers. Measured on our checkpoints it was not fast enough
+to be offered as a second engine for batch translation (see bench/README.md): it stays in the benchmark.
 
 CTranslate2's ready-made Marian converter assumes Marian's conventions (<pad> as the last vocabulary
 entry, the decoder starting from a zero embedding), which our checkpoints do not follow, so the spec is
-filled from our weights directly: post-LN layers, ReLU, embeddings ×√d_model, our own (interleaved)
-sinusoidal table given as the position encodings, the output projection tied to the embeddings, and the
-decoder starting from <s>.
+filled from our weights directly: post-LN layers, the config's activation and embedding scale, our own
+(interleaved) sinusoidal table given as the position encodings, the output projection, and the decoder
+starting from <s>.
 
 Two traps, both seen: the converter keeps references to the arrays it is handed, and its int8
 quantisation rewrites them in place, so every array is a copy; and loading a model changes torch's
@@ -132,7 +130,7 @@ class CT2Translator:
         """Source IDs (each ending in </s>) -> output IDs without </s>. ``alpha`` is CTranslate2's own length
         penalty (log-probability / length^α), not our engine's GNMT one; greedy ignores it. ``suppress``:
         IDs never written (an imported Marian model's <pad>)."""
-        from .decoding import max_output_length
+        from transformer_viz.decoding import max_output_length
 
         limit = max_output_length(self.cfg, max(len(r) for r in rows))  # the same cap as our engine's
         results = self.translator.translate_batch([[self.tokens[i] for i in r] for r in rows], beam_size=beam_size,
@@ -141,27 +139,3 @@ class CT2Translator:
                                                   suppress_sequences=[[self.tokens[i]] for i in suppress] or None)
         return [[int(t) for t in r.hypotheses[0]] for r in results]
 
-
-def translate_texts(translator: CT2Translator, tokenizer, texts: list[str], beam_size: int = 1, alpha: float = 1.0,
-                    batch_tokens: int = 2000, progress: bool = False, suppress: tuple[int, ...] = ()) -> list[str]:
-    """:func:`transformer_viz.evaluate.translate_texts` with CTranslate2: the same tokens, the same batches."""
-    from .data import encode_pairs, token_batches
-    from .tokenizer import decode
-
-    pairs = encode_pairs(tokenizer, [(t, "") for t in texts], translator.cfg.max_len)
-    source_tokens = max(1, batch_tokens // max(beam_size, 1))
-    outputs: list[str] = [""] * len(texts)
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        method = "greedy" if beam_size <= 1 else f"beam {beam_size}"
-        bar = tqdm(total=len(texts), desc=f"translating with CTranslate2 ({method})", unit="sent")
-    for idx in token_batches(pairs, 2 * source_tokens, shuffle=False):
-        for i, ids in zip(idx, translator.translate_ids([pairs[i][0] for i in idx], beam_size, alpha, suppress)):
-            outputs[i] = decode(tokenizer, ids)
-        if bar:
-            bar.update(len(idx))
-    if bar:
-        bar.close()
-    return outputs
