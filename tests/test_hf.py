@@ -214,6 +214,26 @@ def test_every_page_and_step_runs_on_an_imported_marian_model(make_app, marian_d
     assert drawn > 30 and webapp.model_loaded(marian_dir[0].name)
 
 
+def test_translate_and_trace_on_the_command_line_read_a_marian_directory(imported, marian_dir, capsys, monkeypatch):
+    """A sentence, standard input (batched: the random model's loops run to the batch's longer cap) and the
+    trace JSON give what the engine gives (the generation config asks for no beam: greedy, <pad> banned)."""
+    from transformer_viz.evaluate import translate_texts
+
+    from tests.test_cli import run_cli
+
+    path = str(marian_dir[0])
+    expected = run_sentence(imported, SENTENCES[0]).translation
+    assert run_cli(capsys, "translate", "--checkpoint", path, SENTENCES[0])[:2] == (0, expected + "\n")
+    code, out, _ = run_cli(capsys, "translate", "--checkpoint", path, stdin="\n".join(SENTENCES[:2]) + "\n",
+                           monkeypatch=monkeypatch)
+    batched = translate_texts(imported.model, imported.tokenizer, SENTENCES[:2], suppress=(imported.config.pad_id,))
+    assert (code, out.splitlines()) == (0, batched)
+    code, out, _ = run_cli(capsys, "trace", "--checkpoint", path, SENTENCES[0])
+    trace = json.loads(out)
+    assert code == 0 and trace["target_ids"][0] == imported.config.pad_id and trace["translation"] == expected
+    assert trace["shapes"]["decoder.1.cross_attn.weights"] == [1, 4, len(trace["target_ids"]), len(trace["source_ids"])]
+
+
 # --- refusals ----------------------------------------------------------------------------------------------
 
 def _copy_with(src: Path, dst: Path, config_changes: dict | None = None, drop_weights: bool = False) -> Path:

@@ -118,8 +118,10 @@ def evaluate_split(ckpt, pairs: list[tuple[str, str]], split: str, beam_size: in
     """Translate a split's sources and score them: the report row of a model card, and the hypotheses."""
     from .generation import GenerationDefaults
 
+    gen = ckpt.generation  # which beam search, and the tokens never written (an imported Marian model's)
     hyps = translate_texts(ckpt.model, ckpt.tokenizer, [s for s, _ in pairs], beam_size=beam_size, alpha=alpha,
-                           progress=progress, max_loop_repeats=max_loop_repeats)
+                           progress=progress, max_loop_repeats=max_loop_repeats, scoring=gen.beam_scoring,
+                           early_stopping=gen.early_stopping, suppress=gen.suppress_ids)
     result = score(hyps, [t for _, t in pairs])
     decoding = GenerationDefaults(num_beams=beam_size, length_penalty=alpha,
                                   max_loop_repeats=max_loop_repeats).describe()

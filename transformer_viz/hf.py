@@ -382,6 +382,9 @@ def load_hf_tokenizer(directory: str | Path):
                 raise CheckpointError(f"{directory} has source.spm but no {name}")
         try:
             return MarianSentencePieceTokenizer(directory)
+        except ImportError as exc:
+            raise CheckpointError(f"{directory} has a SentencePiece tokenizer, which needs the sentencepiece "
+                                  f"package (requirements.txt)") from exc
         except (OSError, RuntimeError, ValueError) as exc:  # sentencepiece raises RuntimeError/OSError on bad files
             raise CheckpointError(f"the tokenizer in {directory} cannot be loaded: {exc}") from exc
     if (directory / "tokenizer.json").is_file():
