@@ -84,43 +84,53 @@ def max_output_length(cfg: ModelConfig, source_length: int) -> int:
 @torch.no_grad()
 def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int | None = None, top_k: int = 5,
                   record: bool = True, max_loop_repeats: int = 0,
-                  forced_prefix: list[int] | None = None, suppress: tuple[int, ...] = ()) -> DecodeResult:
+                  forced_prefix: list[int] | None = None, suppress: tuple[int, ...] = (),
+                  shrink: bool | None = None) -> DecodeResult:
     """Pick the most probable token at every step. src (B, S) -> one output per row.
 
     ``max_loop_repeats`` > 0: the optional repetition guard (:func:`loop_bans`); 0 leaves the model's choices.
     ``suppress``: token IDs never written (:func:`suppressed`).
     ``forced_prefix``: tokens written first instead of the model's choices ("what if it had chosen another
     word?"), the same for every row; greedy decoding goes on from there. Its steps are recorded like the
-    others, with the probability the model gave each forced token."""
+    others, with the probability the model gave each forced token.
+    ``shrink`` (default: when nothing is recorded, as the records keep one row per sentence): a sentence that
+    has written </s> leaves the batch, so later steps compute only the rows still writing. Same outputs."""
     forced = list(forced_prefix or [])
     cfg = model.cfg
     max_len = max_len or max_output_length(cfg, src.size(1))
-    B = src.size(0)
+    shrink = not record if shrink is None else shrink
+    B, device = src.size(0), src.device
     state = model.start_state(src)
-    last = torch.full((B,), cfg.bos_id, dtype=torch.long, device=src.device)
-    finished = torch.zeros(B, dtype=torch.bool, device=src.device)
-    scores = torch.zeros(B, device=src.device)
-    out, steps = [], []
+    rows = slice(None)  # the sentences still in the batch: all of them until one leaves, then their indices (N,)
+    last = torch.full((B,), cfg.bos_id, dtype=torch.long, device=device)
+    finished = torch.zeros(B, dtype=torch.bool, device=device)
+    scores = torch.zeros(B, device=device)
+    written = torch.full((B, max_len), cfg.pad_id, dtype=torch.long, device=device)  # (B, max_len)
+    steps = []
     for t in range(max_len):
-        logp = suppressed(torch.log_softmax(model.decode_step(last, state).float(), dim=-1), suppress)  # (B, V)
-        if max_loop_repeats and out:
-            logp = ban_loops(logp, torch.stack(out, dim=1), max_loop_repeats)
-        best_logp, best = logp.max(dim=-1)  # (B,)
+        logp = suppressed(torch.log_softmax(model.decode_step(last, state).float(), dim=-1), suppress)  # (N, V)
+        if max_loop_repeats and t:
+            logp = ban_loops(logp, written[rows, :t], max_loop_repeats)
+        best_logp, best = logp.max(dim=-1)  # (N,)
         if t < len(forced):
-            best = torch.full((B,), forced[t], dtype=torch.long, device=src.device)  # (B,)
-            best_logp = logp.gather(1, best[:, None])[:, 0]  # (B,)
+            best = torch.full_like(best, forced[t])  # (N,)
+            best_logp = logp.gather(1, best[:, None])[:, 0]  # (N,)
         best = best.masked_fill(finished, cfg.pad_id)
-        scores += best_logp.masked_fill(finished, 0.0)
+        scores[rows] += best_logp.masked_fill(finished, 0.0)
         if record:
-            top_logp, top_ids = logp.topk(top_k, dim=-1)  # (B, k)
+            top_logp, top_ids = logp.topk(top_k, dim=-1)  # (N, k)
             steps.append(GreedyStep(best.tolist(), best_logp.exp().tolist(), top_ids.tolist(),
                                     top_logp.exp().tolist()))
-        out.append(best)
-        finished |= best == cfg.eos_id
-        last = best
+        written[rows, t] = best
+        finished = finished | (best == cfg.eos_id)
         if bool(finished.all()):
             break
-    tokens = torch.stack(out, dim=1).tolist()  # (B, steps)
+        last = best
+        if shrink and bool(finished.any()):
+            keep = (~finished).nonzero()[:, 0]  # (N',) rows still writing
+            rows = keep if isinstance(rows, slice) else rows[keep]
+            last, finished, state = last[keep], finished[keep], state.select(keep)
+    tokens = written[:, :t + 1].tolist()  # (B, steps)
     return DecodeResult([output_ids(r, cfg.eos_id, cfg.pad_id) for r in tokens], scores.tolist(), steps, "greedy")
 
 
@@ -129,17 +139,41 @@ def length_penalty(length: torch.Tensor, alpha: float) -> torch.Tensor:
     return ((5.0 + length.float()) / 6.0) ** alpha
 
 
+@dataclass
+class _Beams:
+    """The beams of the sentences still being searched: N sentences × K beams."""
+
+    sentences: torch.Tensor  # (N,) which source sentence each group of K beams belongs to
+    scores: torch.Tensor  # (N, K) cumulative log-probability
+    history: torch.Tensor  # (N, K, t) tokens written
+    finished: torch.Tensor  # (N, K) beam has produced </s>
+    lengths: torch.Tensor  # (N, K) tokens written up to and including </s>
+
+    def keep(self, index: torch.Tensor) -> "_Beams":
+        return _Beams(*(x.index_select(0, index) for x in (self.sentences, self.scores, self.history, self.finished,
+                                                            self.lengths)))
+
+
+def _store(done: _Beams, history: torch.Tensor, scores: torch.Tensor, lengths: torch.Tensor) -> None:
+    """Copy the beams of sentences whose search is over into the per-sentence results (B, K, ·)."""
+    history[done.sentences, :, :done.history.size(2)] = done.history
+    scores[done.sentences], lengths[done.sentences] = done.scores, done.lengths
+
+
 BEAM_SCORINGS = ("gnmt", "hf")
 
 
 @torch.no_grad()
 def beam_search(model: Transformer, src: torch.Tensor, beam_size: int = 5, max_len: int | None = None,
                 alpha: float = 0.6, record: bool = True, max_loop_repeats: int = 0, scoring: str = "gnmt",
-                early_stopping: bool | str = False, suppress: tuple[int, ...] = ()) -> DecodeResult:
+                early_stopping: bool | str = False, suppress: tuple[int, ...] = (),
+                shrink: bool | None = None) -> DecodeResult:
     """Keep the ``beam_size`` best partial translations at every step; rank finished ones by
     log-probability / length_penalty. src (B, S) -> the best output per row.
 
     ``max_loop_repeats`` > 0: the optional repetition guard (:func:`loop_bans`); 0 leaves the model's choices.
+    ``shrink`` (default: when nothing is recorded): a sentence whose beams have all finished leaves the batch
+    (its beams would only go on appending <pad> at no cost). Same outputs.
     ``scoring="hf"``: the beam search of transformers' ``generate(num_beams=…)`` instead (see
     :func:`beam_search_hf`, which also reads ``early_stopping``); "gnmt", the default, is ours.
     ``suppress``: token IDs never written (:func:`suppressed`)."""
@@ -150,46 +184,69 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int = 5, max_l
                               suppress)
     cfg = model.cfg
     max_len = max_len or max_output_length(cfg, src.size(1))
+    shrink = not record if shrink is None else shrink
     B, K, device = src.size(0), beam_size, src.device
     state = model.start_state(src)
     state = state.select(torch.arange(B, device=device).repeat_interleave(K))  # (B*K) rows, beam-major per source
     scores = torch.full((B, K), float("-inf"), device=device)
     scores[:, 0] = 0.0  # all beams start identical: let only the first one expand at step 1
-    history = torch.full((B, K, 0), cfg.pad_id, dtype=torch.long, device=device)  # (B, K, t)
-    finished = torch.zeros(B, K, dtype=torch.bool, device=device)
-    lengths = torch.zeros(B, K, dtype=torch.long, device=device)
+    beams = _Beams(torch.arange(B, device=device), scores,
+                   torch.full((B, K, 0), cfg.pad_id, dtype=torch.long, device=device),
+                   torch.zeros(B, K, dtype=torch.bool, device=device),
+                   torch.zeros(B, K, dtype=torch.long, device=device))
+    out = _Beams(beams.sentences, scores.clone(), torch.full((B, K, max_len), cfg.pad_id, dtype=torch.long,
+                                                             device=device), beams.finished, beams.lengths.clone())
     last = torch.full((B * K,), cfg.bos_id, dtype=torch.long, device=device)
     steps = []
     for _ in range(max_len):
-        logp = suppressed(torch.log_softmax(model.decode_step(last, state).float(), dim=-1), suppress)  # (B*K, V)
-        V = logp.size(-1)
-        if max_loop_repeats and history.size(2):
-            logp = ban_loops(logp, history.view(B * K, -1), max_loop_repeats)
-        logp = logp.view(B, K, V)
-        # A finished beam may only "continue" with <pad> at no cost, so it keeps its score and place.
-        done_row = torch.full((V,), float("-inf"), device=device)
-        done_row[cfg.pad_id] = 0.0
-        logp = torch.where(finished[:, :, None], done_row, logp)
-        candidates = (scores[:, :, None] + logp).view(B, K * V)  # (B, K*V)
-        scores, flat = candidates.topk(K, dim=-1)  # (B, K)
-        parents, tokens = flat // V, flat % V  # (B, K)
-        history = torch.cat([history.gather(1, parents[:, :, None].expand(-1, -1, history.size(2))),
-                             tokens[:, :, None]], dim=2)  # (B, K, t+1)
-        was_finished = finished.gather(1, parents)
-        lengths = lengths.gather(1, parents) + (~was_finished).long()
-        finished = was_finished | (tokens == cfg.eos_id)
+        logp = suppressed(torch.log_softmax(model.decode_step(last, state).float(), dim=-1), suppress)  # (N*K, V)
+        beams, parents = _beam_step(beams, logp, cfg, max_loop_repeats)
         if record:
-            steps.append(BeamStep(tokens.tolist(), parents.tolist(), scores.tolist(), finished.tolist()))
-        rows = (torch.arange(B, device=device)[:, None] * K + parents).view(-1)  # (B*K,)
-        state = state.select(rows)
-        last = tokens.view(-1)
-        if bool(finished.all()):
+            steps.append(BeamStep(beams.history[:, :, -1].tolist(), parents.tolist(), beams.scores.tolist(),
+                                  beams.finished.tolist()))
+        N = parents.size(0)
+        rows = (torch.arange(N, device=device)[:, None] * K + parents).view(-1)  # (N*K,)
+        state = state.select_beams(rows)
+        last = beams.history[:, :, -1].reshape(-1)  # (N*K,)
+        done = beams.finished.all(dim=1)  # (N,)
+        if bool(done.all()):
             break
-    ranked = scores / length_penalty(lengths.clamp(min=1), alpha)  # (B, K)
+        if shrink and bool(done.any()):
+            _store(beams.keep(done.nonzero()[:, 0]), out.history, out.scores, out.lengths)
+            keep = (~done).nonzero()[:, 0]  # (N',) sentences still searching
+            beams, last = beams.keep(keep), last.view(N, K).index_select(0, keep).view(-1)
+            state = state.select((keep[:, None] * K + torch.arange(K, device=device)).view(-1))
+    _store(beams, out.history, out.scores, out.lengths)
+    ranked = out.scores / length_penalty(out.lengths.clamp(min=1), alpha)  # (B, K)
     best = ranked.argmax(dim=-1)  # (B,)
-    out = history[torch.arange(B, device=device), best].tolist()
-    best_scores = scores[torch.arange(B, device=device), best].tolist()
-    return DecodeResult([output_ids(r, cfg.eos_id, cfg.pad_id) for r in out], best_scores, steps, "beam")
+    chosen = out.history[torch.arange(B, device=device), best].tolist()
+    best_scores = out.scores[torch.arange(B, device=device), best].tolist()
+    return DecodeResult([output_ids(r, cfg.eos_id, cfg.pad_id) for r in chosen], best_scores, steps, "beam")
+
+
+def _beam_step(beams: _Beams, logp: torch.Tensor, cfg: ModelConfig,
+               max_loop_repeats: int) -> tuple[_Beams, torch.Tensor]:
+    """Extend every beam by every token and keep the K best per sentence. logp (N*K, V) -> the new beams and
+    the parent (N, K) each extends."""
+    N, K = beams.scores.shape
+    V = logp.size(-1)
+    if max_loop_repeats and beams.history.size(2):
+        logp = ban_loops(logp, beams.history.view(N * K, -1), max_loop_repeats)
+    logp = logp.view(N, K, V)
+    if bool(beams.finished.any()):
+        # A finished beam may only "continue" with <pad> at no cost, so it keeps its score and place.
+        done_row = torch.full((V,), float("-inf"), device=logp.device)
+        done_row[cfg.pad_id] = 0.0
+        logp = torch.where(beams.finished[:, :, None], done_row, logp)
+    candidates = (beams.scores[:, :, None] + logp).view(N, K * V)  # (N, K*V)
+    scores, flat = candidates.topk(K, dim=-1)  # (N, K)
+    parents, tokens = flat // V, flat % V  # (N, K)
+    history = torch.cat([beams.history.gather(1, parents[:, :, None].expand(-1, -1, beams.history.size(2))),
+                         tokens[:, :, None]], dim=2)  # (N, K, t+1)
+    was_finished = beams.finished.gather(1, parents)
+    lengths = beams.lengths.gather(1, parents) + (~was_finished).long()
+    finished = was_finished | (tokens == cfg.eos_id)
+    return _Beams(beams.sentences, scores, history, finished, lengths), parents
 
 
 _DROPPED = -1.0e9  # transformers' penalty for a candidate that may not be kept: added, not a hard mask

@@ -62,6 +62,10 @@ class MultiHeadAttention(nn.Module):
         B, L, _ = x.shape
         return x.view(B, L, self.h, self.d_k).transpose(1, 2)  # (B, h, L, d_k)
 
+    def keys_values(self, x_kv: torch.Tensor) -> dict[str, torch.Tensor]:
+        """x_kv (B, Lk, d_model) -> {"k", "v"}, each (B, h, Lk, d_k)."""
+        return {"k": self.split_heads(self.w_k(x_kv)), "v": self.split_heads(self.w_v(x_kv))}
+
     def forward(
         self,
         x_q: torch.Tensor,
@@ -81,8 +85,8 @@ class MultiHeadAttention(nn.Module):
         if cache is not None and static_kv and "k" in cache:
             k, v = cache["k"], cache["v"]  # (B, h, Lk, d_k)
         else:
-            k = self.split_heads(self.w_k(x_kv))  # (B, h, Lk, d_k)
-            v = self.split_heads(self.w_v(x_kv))  # (B, h, Lk, d_k)
+            kv = self.keys_values(x_kv)
+            k, v = kv["k"], kv["v"]  # (B, h, Lk, d_k)
             if cache is not None:
                 if not static_kv and "k" in cache:
                     k = torch.cat([cache["k"], k], dim=2)  # (B, h, L_past + Lk, d_k)
@@ -222,23 +226,37 @@ class DecoderLayer(nn.Module):
 
 @dataclass
 class DecoderState:
-    """What incremental decoding carries from one step to the next: per-layer key/value caches."""
+    """What incremental decoding carries from one step to the next: per-layer key/value caches
+    ({"self": …, "cross": …}, each {"k", "v"} of shape (B, h, L, d_k))."""
 
     memory: torch.Tensor  # (B, S, d_model)
-    src_mask: torch.Tensor  # (B, 1, 1, S)
+    src_mask: torch.Tensor | None  # (B, 1, 1, S); None when no source is padded (attention then needs no mask)
     caches: list[dict] = field(default_factory=list)
     length: int = 0  # target positions already processed
 
     def select(self, index: torch.Tensor) -> "DecoderState":
-        """Reorder/duplicate the batch rows (beam search)."""
+        """Reorder/duplicate/drop batch rows: beams of a new source, sentences leaving the batch."""
 
         def pick(obj):
             if isinstance(obj, dict):
                 return {key: pick(value) for key, value in obj.items()}
             return obj.index_select(0, index)
 
-        return DecoderState(self.memory.index_select(0, index), self.src_mask.index_select(0, index),
-                            [pick(c) for c in self.caches], self.length)
+        src_mask = None if self.src_mask is None else self.src_mask.index_select(0, index)
+        return DecoderState(self.memory.index_select(0, index), src_mask, [pick(c) for c in self.caches], self.length)
+
+    def select_beams(self, index: torch.Tensor) -> "DecoderState":
+        """Reorder rows among the beams of the same source (beam search, every step). Those rows share the
+        memory, the mask and the cross-attention keys/values, which therefore stay as they are: only the
+        self-attention caches, which differ from beam to beam, are gathered."""
+        caches = [{**c, "self": {key: value.index_select(0, index) for key, value in c["self"].items()}}
+                  for c in self.caches]
+        return DecoderState(self.memory, self.src_mask, caches, self.length)
+
+
+def _padded(mask: torch.Tensor) -> bool:
+    """Whether a padding mask hides any position."""
+    return not bool(mask.all())
 
 
 class Transformer(nn.Module):
@@ -290,9 +308,11 @@ class Transformer(nn.Module):
     def encode(self, src: torch.Tensor, trace: Trace | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """src (B, S) -> memory (B, S, d_model) and the source padding mask (B, 1, 1, S)."""
         src_mask = padding_mask(src, self.cfg.pad_id)  # (B, 1, 1, S)
+        # Untraced and nothing padded: attention without a mask gives the same numbers, with less work.
+        layer_mask = src_mask if trace is not None or _padded(src_mask) else None
         x = self.embed(src, "src", trace)
         for i, layer in enumerate(self.encoder_layers):
-            x = layer(x, src_mask, trace, f"encoder.{i}")
+            x = layer(x, layer_mask, trace, f"encoder.{i}")
         x = self.encoder_norm(x)
         if trace is not None:
             trace.record("encoder.out", x)
@@ -339,8 +359,11 @@ class Transformer(nn.Module):
     # --- incremental decoding: one new target position per call, keys/values cached --------------
 
     def start_state(self, src: torch.Tensor) -> DecoderState:
+        """Encode the source once; the cross-attention keys/values depend only on it, so they are computed
+        here, once per sentence (beam search copies them to its beams instead of recomputing them)."""
         memory, src_mask = self.encode(src)
-        return DecoderState(memory, src_mask, [{} for _ in self.decoder_layers])
+        caches = [{"self": {}, "cross": layer.cross_attn.keys_values(memory)} for layer in self.decoder_layers]
+        return DecoderState(memory, src_mask if _padded(src_mask) else None, caches)
 
     def decode_step(self, last_tokens: torch.Tensor, state: DecoderState) -> torch.Tensor:
         """last_tokens (B,) at position state.length -> logits (B, V) for the next position.

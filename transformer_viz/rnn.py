@@ -74,6 +74,11 @@ class RNNState:
                         self.src_mask.index_select(0, index), self.context.index_select(0, index),
                         self.hidden.index_select(0, index), self.length)
 
+    def select_beams(self, index: torch.Tensor) -> "RNNState":
+        """Reorder rows among the beams of the same source: only the decoder state differs between them."""
+        return RNNState(self.states, self.keys, self.src_mask, self.context, self.hidden.index_select(0, index),
+                        self.length)
+
 
 class AdditiveAttention(nn.Module):
     """score(s_{t−1}, H_s) = vᵀ tanh(W_q s_{t−1} + W_k H_s); α_t = softmax over the real source positions."""
