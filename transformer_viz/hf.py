@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from .checkpoint import (METADATA, WEIGHTS, Checkpoint, CheckpointError, _read_weights, load_metadata,
                          read_generation_defaults, validate_config)
 from .config import ModelConfig
+from .generation import read_json_object
 
 if TYPE_CHECKING:
     import torch
@@ -177,7 +178,7 @@ def export_hf(ckpt: Checkpoint, out: str | Path) -> Path:
     else:
         exported_tokenizer(ckpt.tokenizer).save_pretrained(str(out))
         # Typed "<pad>" or "</s>" stays text for transformers' users too, as in our engine (tokenizer.py).
-        config = _read_json(out / "tokenizer_config.json")
+        config = read_json_object(out / "tokenizer_config.json")
         config["split_special_tokens"] = True
         (out / "tokenizer_config.json").write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n")
     for name in (METADATA, "language_stats.json"):
@@ -256,18 +257,8 @@ def marian_model_config(data: dict, directory: str | Path) -> ModelConfig:
 
 # --- import: the tokenizer --------------------------------------------------------------------------------
 
-def _read_json(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path} cannot be read: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ValueError(f"{path} must hold a JSON object")
-    return data
-
-
 def _read_vocab(directory: Path) -> dict[str, int]:
-    vocab = _read_json(directory / "vocab.json")
+    vocab = read_json_object(directory / "vocab.json")
     if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in vocab.values()):
         raise ValueError(f"{directory / 'vocab.json'} must map pieces to non-negative integer IDs")
     if len(set(vocab.values())) != len(vocab):
@@ -278,7 +269,7 @@ def _read_vocab(directory: Path) -> dict[str, int]:
 def _special_tokens(directory: Path) -> dict[str, str]:
     """The special tokens MarianTokenizer would use: tokenizer_config.json's, or its defaults."""
     path = directory / "tokenizer_config.json"
-    config = _read_json(path) if path.is_file() else {}
+    config = read_json_object(path) if path.is_file() else {}
     if config.get("separate_vocabs"):
         raise ValueError("tokenizer_config.json: separate_vocabs = true is not supported "
                          "(our model has one vocabulary)")
@@ -497,7 +488,7 @@ def marian_metadata(path: Path) -> dict:
     """A model card's fields for a Marian directory without metadata.json: what tokenizer_config.json says."""
     config_path = path / "tokenizer_config.json"
     try:
-        config = _read_json(config_path) if config_path.is_file() else {}
+        config = read_json_object(config_path) if config_path.is_file() else {}
     except ValueError:
         config = {}
     metadata = {"name": path.name, "description": f"A transformers Marian model (MarianMTModel), imported from {path}."}

@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .common import GREEN, SEQUENTIAL, make_figure
-from .vit import GREYS, overlay_traces, upsample
+from .vit import image_layout, image_trace, overlay_traces, upsample
 
 # One colour per query, the same in every figure of the page (qualitative, dark enough on white).
 QUERY_COLOURS = ("#e6550d", "#3182bd", "#31a354", "#756bb1", "#d6616b", "#8c6d31", "#17becf", "#e377c2",
@@ -26,17 +26,7 @@ def _pixels(box, size: int) -> tuple[float, float, float, float]:
 
 
 def _canvas_layout(size: int) -> dict:
-    axis = {"range": [-0.5, size - 0.5], "showgrid": False, "zeroline": False, "constrain": "domain",
-            "tickvals": list(range(0, size, 4))}
-    return {"xaxis": {**axis, "title": {"text": "pixel column"}},
-            "yaxis": {**axis, "range": [size - 0.5, -0.5], "scaleanchor": "x", "title": {"text": "pixel row"}},
-            "showlegend": False}
-
-
-def _canvas_trace(image) -> dict:
-    return {"type": "heatmap", "z": np.asarray(image, dtype=np.float64), "colorscale": GREYS, "zmin": 0.0,
-            "zmax": 1.0, "showscale": False, "name": "pixels",
-            "hovertemplate": "row %{y}, column %{x}<br>pixel %{z:.2f}<extra></extra>"}
+    return {**image_layout(size, tick_step=4), "showlegend": False}
 
 
 def box_shapes(boxes, size: int, colours: list[str], dash: str = "solid", width: int = 3) -> list[dict]:
@@ -65,7 +55,7 @@ def detections_figure(image, boxes, queries: list[int], texts: list[str], true_b
     truth = [] if true_boxes is None else box_shapes(true_boxes, size, [GREEN] * len(true_boxes), "dot", 2)
     layout["shapes"] = truth + box_shapes(boxes, size, colours)
     layout["annotations"] = box_labels(boxes, texts, size, colours)
-    return make_figure([_canvas_trace(image)], layout, title, 400)
+    return make_figure([image_trace(image)], layout, title, 400)
 
 
 def attention_on_canvas_figure(image, cell_weights, boxes=(), colours=(), title: str | None = None,

@@ -39,15 +39,17 @@ def upsample(patch_values, patch_size: int) -> np.ndarray:
     return np.kron(values.reshape(grid, grid), np.ones((patch_size, patch_size)))  # (grid·p, grid·p)
 
 
-def _image_trace(image) -> dict:
+def image_trace(image) -> dict:
+    """A grey image (H, W) in [0, 1] as a heatmap, ink on paper; the hover gives each pixel's value."""
     image = np.asarray(image, dtype=np.float64)
     return {"type": "heatmap", "z": image, "colorscale": GREYS, "zmin": 0.0, "zmax": 1.0, "showscale": False,
             "name": "pixels", "hovertemplate": "row %{y}, column %{x}<br>pixel %{z:.2f}<extra></extra>"}
 
 
-def _image_layout(size: int) -> dict:
-    axis = {"range": [-0.5, size - 0.5], "showgrid": False, "zeroline": False, "tickvals": list(range(size)),
-            "constrain": "domain"}
+def image_layout(size: int, tick_step: int = 1) -> dict:
+    """Square pixel axes for a size × size image, row 0 at the top, a tick every ``tick_step`` pixels."""
+    axis = {"range": [-0.5, size - 0.5], "showgrid": False, "zeroline": False,
+            "tickvals": list(range(0, size, tick_step)), "constrain": "domain"}
     return {"xaxis": {**axis, "title": {"text": "pixel column"}},
             "yaxis": {**axis, "range": [size - 0.5, -0.5], "scaleanchor": "x", "title": {"text": "pixel row"}}}
 
@@ -65,7 +67,7 @@ def patch_grid_figure(image, patch_size: int, occluded: tuple[int, ...] = (), ti
     occluded patches outlined in orange."""
     image = np.asarray(image, dtype=np.float64)
     size, grid = image.shape[0], image.shape[0] // patch_size
-    layout = _image_layout(size)
+    layout = image_layout(size)
     layout["shapes"] = _grid_shapes(size, patch_size) + [
         {"type": "rect", "x0": (i % grid) * patch_size - 0.5, "x1": (i % grid + 1) * patch_size - 0.5,
          "y0": (i // grid) * patch_size - 0.5, "y1": (i // grid + 1) * patch_size - 0.5,
@@ -74,7 +76,7 @@ def patch_grid_figure(image, patch_size: int, occluded: tuple[int, ...] = (), ti
                               "text": str(i + 1), "showarrow": False, "xanchor": "left", "yanchor": "top",
                               "font": {"color": BLUE, "size": 11}, "bgcolor": "rgba(255,255,255,0.7)"}
                              for i in range(grid * grid)]
-    return make_figure([_image_trace(image)], layout, title, 380)
+    return make_figure([image_trace(image)], layout, title, 380)
 
 
 def patch_embeddings_figure(values, row_labels: list[str], title: str | None = None, pixels: bool = False) -> go.Figure:
@@ -102,9 +104,9 @@ def overlay_traces(image, pixel_values, value_name: str) -> list[dict]:
                "name": value_name, "customdata": image, "colorbar": {"title": {"text": value_name}},
                "hovertemplate": f"row %{{y}}, column %{{x}}<br>{value_name} %{{z:.3f}}<br>"
                                 "pixel %{customdata:.2f}<extra></extra>"}
-    image_trace = {**_image_trace(image), "hoverinfo": "skip"}
-    image_trace.pop("hovertemplate")
-    return [image_trace, overlay]
+    underneath = {**image_trace(image), "hoverinfo": "skip"}
+    underneath.pop("hovertemplate")
+    return [underneath, overlay]
 
 
 def attention_overlay_figure(image, patch_weights, patch_size: int, title: str | None = None,
@@ -112,7 +114,7 @@ def attention_overlay_figure(image, patch_weights, patch_size: int, title: str |
     """The digit in grey with one weight per patch (P,) upsampled to its pixels and laid over it
     (:func:`overlay_traces`); the patch grid drawn on top."""
     size = np.asarray(image).shape[0]
-    layout = _image_layout(size)
+    layout = image_layout(size)
     layout["shapes"] = _grid_shapes(size, patch_size, "rgba(49, 130, 189, 0.5)")
     return make_figure(overlay_traces(image, upsample(patch_weights, patch_size), value_name), layout, title, 380)
 
