@@ -120,3 +120,20 @@ def test_attention_runs_without_a_mask_only_when_nothing_is_padded(tiny_model):
         fused, _ = tiny_model.encode(src)  # no mask handed to attention
         explicit, _ = tiny_model.encode(src, trace=Trace())  # softmax with the all-True mask, written out
     assert torch.allclose(fused, explicit, atol=1e-5)
+
+
+def test_the_fast_step_writes_what_the_models_own_step_writes(shipped, monkeypatch):
+    """incremental.py (transposed weights for few rows, the encoder on real tokens only) against the model's
+    modules: the whole padded batch and every sentence alone, greedy and beam 5."""
+    from transformer_viz import incremental
+
+    model, src = shipped
+    runs = {}
+    for fast in (True, False):
+        monkeypatch.setattr(incremental, "usable", lambda m, fast=fast: fast)
+        alone = [row[row != model.cfg.pad_id][None] for row in src]  # (1, S_i) each
+        runs[fast] = [greedy_decode(model, src, max_len=30, record=False).tokens,
+                      beam_search(model, src, beam_size=5, max_len=30, alpha=1.4, record=False).tokens,
+                      [greedy_decode(model, s, max_len=30, record=False).tokens for s in alone],
+                      [beam_search(model, s, beam_size=5, max_len=30, alpha=1.4, record=False).tokens for s in alone]]
+    assert runs[True] == runs[False]

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .config import ModelConfig
+from .incremental import decoder_for
 from .model import Transformer
 from .tokenizer import output_ids
 
@@ -100,7 +101,8 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int | None = N
     max_len = max_len or max_output_length(cfg, src.size(1))
     shrink = not record if shrink is None else shrink
     B, device = src.size(0), src.device
-    state = model.start_state(src)
+    decoder = decoder_for(model)
+    state = decoder.start(src)
     rows = slice(None)  # the sentences still in the batch: all of them until one leaves, then their indices (N,)
     last = torch.full((B,), cfg.bos_id, dtype=torch.long, device=device)
     finished = torch.zeros(B, dtype=torch.bool, device=device)
@@ -108,7 +110,7 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int | None = N
     written = torch.full((B, max_len), cfg.pad_id, dtype=torch.long, device=device)  # (B, max_len)
     steps = []
     for t in range(max_len):
-        logp = suppressed(torch.log_softmax(model.decode_step(last, state).float(), dim=-1), suppress)  # (N, V)
+        logp = suppressed(torch.log_softmax(decoder.step(last, state).float(), dim=-1), suppress)  # (N, V)
         if max_loop_repeats and t:
             logp = ban_loops(logp, written[rows, :t], max_loop_repeats)
         best_logp, best = logp.max(dim=-1)  # (N,)
@@ -186,7 +188,8 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int = 5, max_l
     max_len = max_len or max_output_length(cfg, src.size(1))
     shrink = not record if shrink is None else shrink
     B, K, device = src.size(0), beam_size, src.device
-    state = model.start_state(src)
+    decoder = decoder_for(model)
+    state = decoder.start(src)
     state = state.select(torch.arange(B, device=device).repeat_interleave(K))  # (B*K) rows, beam-major per source
     scores = torch.full((B, K), float("-inf"), device=device)
     scores[:, 0] = 0.0  # all beams start identical: let only the first one expand at step 1
@@ -199,7 +202,7 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int = 5, max_l
     last = torch.full((B * K,), cfg.bos_id, dtype=torch.long, device=device)
     steps = []
     for _ in range(max_len):
-        logp = suppressed(torch.log_softmax(model.decode_step(last, state).float(), dim=-1), suppress)  # (N*K, V)
+        logp = suppressed(torch.log_softmax(decoder.step(last, state).float(), dim=-1), suppress)  # (N*K, V)
         beams, parents = _beam_step(beams, logp, cfg, max_loop_repeats)
         if record:
             steps.append(BeamStep(beams.history[:, :, -1].tolist(), parents.tolist(), beams.scores.tolist(),
@@ -287,7 +290,8 @@ def beam_search_hf(model: Transformer, src: torch.Tensor, beam_size: int = 5, ma
     cfg = model.cfg
     max_len = max_len or max_output_length(cfg, src.size(1))
     B, K, device = src.size(0), beam_size, src.device
-    state = model.start_state(src).select(torch.arange(B, device=device).repeat_interleave(K))  # (B*K) rows
+    decoder = decoder_for(model)
+    state = decoder.start(src).select(torch.arange(B, device=device).repeat_interleave(K))  # (B*K) rows
     running = torch.zeros(B, K, device=device)
     running[:, 1:] = _DROPPED  # only the first beam expands at step 1
     seqs = torch.zeros(B, K, 0, dtype=torch.long, device=device)  # (B, K, t): running beams' tokens
@@ -297,7 +301,7 @@ def beam_search_hf(model: Transformer, src: torch.Tensor, beam_size: int = 5, ma
     improvable = torch.ones(B, 1, dtype=torch.bool, device=device)
     last, steps = torch.full((B * K,), cfg.bos_id, dtype=torch.long, device=device), []
     for t in range(max_len):
-        logp = suppressed(torch.log_softmax(model.decode_step(last, state).float(), dim=-1), suppress)  # (B*K, V)
+        logp = suppressed(torch.log_softmax(decoder.step(last, state).float(), dim=-1), suppress)  # (B*K, V)
         V = logp.size(-1)
         if max_loop_repeats and t:
             logp = ban_loops(logp, seqs.view(B * K, -1), max_loop_repeats)
