@@ -116,3 +116,17 @@ def test_the_position_limit_is_enforced_as_by_the_model():
     state.length = model.cfg.max_len
     with pytest.raises(ValueError, match="exceeds the model's maximum"):
         decoder.step(torch.tensor([1]), state)
+
+
+def test_transposed_copies_only_for_weights_at_least_as_tall_as_wide():
+    """A wide weight (the feed-forward's W_2, (d_model, d_ff)) ran slower transposed: it keeps one layout,
+    and its product gives the same numbers with any number of rows."""
+    tall, wide = torch.randn(12, 4), torch.randn(4, 12)
+    assert incremental.Linear.of(tall, None).weight_t.shape == (4, 12)
+    assert incremental.Linear.of(tall, None, transposed=False).weight_t is None
+    product = incremental.Linear.of(wide, torch.randn(4))
+    assert product.weight_t is None
+    for rows in (1, incremental.FEW_ROWS + 1):
+        x = torch.randn(rows, 12)
+        assert torch.allclose(product(x), x @ wide.t() + product.bias, atol=1e-6)
+    assert torch.allclose(incremental.Linear.of(tall, None)(torch.ones(1, 4)), tall.sum(1)[None], atol=1e-5)

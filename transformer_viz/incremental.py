@@ -4,10 +4,9 @@ same logits and outputs), with four differences in how it is done, none in what:
 
 - Products with few rows read their weight transposed, (d_in, d_out) in memory. A step of greedy
   decoding at batch 1 multiplies one row by every weight matrix, and its time goes into fetching the
-  weights from memory: row-major (d_out, d_in), as ``nn.Linear`` keeps them, the product ran about three
-  times slower from a cold cache than on the transposed copy (the 8000 × 256 output projection: 1.1 ms
-  against 0.33–0.38 ms on a 2-core AMD EPYC). With many rows the product is bound by arithmetic, and the
-  row-major layout is as fast or faster.
+  weights from memory: row-major (d_out, d_in), as ``nn.Linear`` keeps them, the product of one row with
+  the 8000 × 256 output projection took 1.1 ms from a cold cache, on the transposed copy 0.38 ms
+  (bench/layout_speed.py, 2-core AMD EPYC, MKL). With 32 rows the two layouts are alike.
 - Self-attention's W_Q, W_K and W_V are one (d_model, 3·d_model) product instead of three, and
   cross-attention's W_K and W_V one.
 - The encoder's position-wise products (everything but the attention itself) run on the real tokens
@@ -33,9 +32,9 @@ import torch.nn.functional as F
 
 from .model import _ACTIVATION_FUNCTIONS, DecoderState, Transformer
 
-# Up to this many rows, a product reads the transposed copy of its weight. Measured on the shipped
-# model: one row gains 1.9–3.3× (the larger the weight, the more); at 32 rows the row-major
-# layout is up to 1.3× faster for the output projection.
+# Up to this many rows, a product reads the transposed copy of its weight (bench/layout_speed.py, shipped
+# model's shapes: one row 1.2–2.9× faster, 5–16 rows up to 1.4×, 32 rows 0.97–1.06×). Beam search with 5
+# beams of one sentence has 5 rows.
 FEW_ROWS = 8
 
 
@@ -49,7 +48,11 @@ class Linear:
 
     @classmethod
     def of(cls, weight: torch.Tensor, bias: torch.Tensor | None, transposed: bool = True) -> "Linear":
-        return cls(weight, weight.t().contiguous() if transposed else None, bias)
+        """``transposed``: keep a transposed copy for few rows, where it helps: for weights at least as tall
+        as wide. The feed-forward's W_2, (d_model, d_ff), ran slower transposed (bench/layout_speed.py:
+        one row 153 against 91 µs), the others faster (the output projection 378 against 1107 µs)."""
+        keep_t = transposed and weight.size(0) >= weight.size(1)
+        return cls(weight, weight.t().contiguous() if keep_t else None, bias)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         """x (N, d_in) -> (N, d_out)."""
