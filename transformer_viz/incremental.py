@@ -43,7 +43,7 @@ class Linear:
     """One weight matrix, in both layouts where products with few rows may meet it, and its bias."""
 
     weight: torch.Tensor  # (d_out, d_in), as nn.Linear keeps it (not a copy unless concatenated)
-    weight_t: torch.Tensor | None  # (d_in, d_out), contiguous; None where rows are always many (the encoder)
+    weight_t: torch.Tensor | None  # (d_in, d_out), contiguous; None where it would not help (see `of`)
     bias: torch.Tensor | None  # (d_out,)
 
     @classmethod
