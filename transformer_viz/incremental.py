@@ -11,7 +11,8 @@ same logits and outputs), with four differences in how it is done, none in what:
   cross-attention's W_K and W_V one.
 - The encoder's position-wise products (everything but the attention itself) run on the real tokens
   only, not on the padding of a batch.
-- Plain functions instead of module calls: no dropout (decoding is in eval mode), no hooks.
+- Plain functions instead of module calls past the embedding (`model.embed`, shared with the model):
+  no dropout (decoding is in eval mode), no hooks.
 
 The weights in these layouts are built once per model and rebuilt when a weight changes (training
 updates them in place, which bumps the tensor's version counter); nothing is stored on the model, which
@@ -20,7 +21,6 @@ a web app shares between sessions.
 
 from __future__ import annotations
 
-import math
 import threading
 import weakref
 from dataclasses import dataclass
@@ -88,7 +88,6 @@ class DecoderLayerWeights:
 class FastWeights:
     encoder: tuple  # EncoderLayerWeights per encoder layer
     decoder: tuple  # DecoderLayerWeights per decoder layer
-    embedding: torch.Tensor  # (V, d_model), the target embedding (not a copy)
     output: Linear  # the output projection, (d_model, V); its bias is the logits bias if the model has one
     final_norms: tuple | None  # Pre-LN's final LayerNorms (weight, bias), encoder's then decoder's
 
@@ -121,8 +120,8 @@ def _build(model: Transformer) -> FastWeights:
     final = None
     if cfg.pre_ln:
         final = tuple((n.weight, n.bias) for n in (model.encoder_norm, model.decoder_norm))
-    return FastWeights(encoder, decoder, model.tgt_embed.weight,
-                       Linear.of(output_weight, model.logits_bias if cfg.logits_bias else None), final)
+    output = Linear.of(output_weight, model.logits_bias if cfg.logits_bias else None)
+    return FastWeights(encoder, decoder, output, final)
 
 
 _built: "weakref.WeakKeyDictionary[Transformer, tuple]" = weakref.WeakKeyDictionary()
@@ -218,10 +217,7 @@ def decode_step(model: Transformer, w: FastWeights, last_tokens: torch.Tensor, s
     (see the module's docstring). Same state, updated the same way."""
     cfg = model.cfg
     N, h, d_k = last_tokens.size(0), cfg.h, cfg.d_k
-    if state.length >= cfg.max_len:
-        raise ValueError(f"sequence of {state.length + 1} positions exceeds the model's maximum of {cfg.max_len}")
-    scale = math.sqrt(cfg.d_model) if cfg.scale_embedding else 1.0
-    y = F.embedding(last_tokens, w.embedding) * scale + model.pe[state.length]  # (N, d_model)
+    y = model.embed(last_tokens[:, None], "tgt", None, offset=state.length)[:, 0]  # (N, d_model)
     activation = _ACTIVATION_FUNCTIONS[cfg.activation]
     for lw, cache in zip(w.decoder, state.caches):
         past, cross = cache["self"], cache["cross"]
