@@ -95,3 +95,35 @@ def test_training_corpora_mix_both_sources_and_validate_on_both():
     assert corpora.sizes == {"multi30k_train": 30, "tatoeba_train": 21}
     multi30k_only = load_corpora(TrainConfig(), pairs=pairs)
     assert len(multi30k_only.train) == 30 and list(multi30k_only.validation) == ["val"]
+
+
+def test_a_larger_tatoeba_beside_the_smaller_keeps_the_smaller_ones_training_sentences_out_of_its_dev(tmp_path):
+    small = everyday_pairs(2300)  # 2,000 of them go to its own dev split
+    larger = small + [(f"Neuer Satz {i}.", f"New sentence {i}.") for i in range(2300)]
+    write_pairs(tmp_path / "tatoeba", "train", small)
+    write_pairs(tmp_path / "tatoeba-large", "train", larger)
+    seen = {x for pair in read_tatoeba(tmp_path / "tatoeba", "tatoeba_train", "de", "en") for x in pair}
+    assert len(seen) > 500
+    train, dev = tatoeba_split(larger)
+    assert any(s in seen or t in seen for s, t in dev)  # the plain draw would take some
+    from transformer_viz.data import sentences_to_avoid_in_dev
+
+    avoid = sentences_to_avoid_in_dev(tmp_path / "tatoeba-large")
+    assert avoid == seen
+    dev = read_tatoeba(tmp_path / "tatoeba-large", "tatoeba_dev", "en", "de")
+    train = read_tatoeba(tmp_path / "tatoeba-large", "tatoeba_train", "en", "de")
+    assert len(dev) == 2000 and not any(s in seen or t in seen for s, t in dev)
+    assert not {s for s, _ in dev} & {s for s, _ in train}
+    assert sentences_to_avoid_in_dev(tmp_path / "tatoeba") == frozenset()  # the smaller file itself
+
+
+def test_encoding_shares_the_ids_of_repeated_sentences_and_matches_one_at_a_time(tokenizer):
+    from transformer_viz.data import encode_pairs
+
+    pairs = [("ein Hund", "a dog"), ("eine Katze", "a cat"), ("ein Hund", "a dog")] * 3
+    encoded = encode_pairs(tokenizer, pairs, max_len=4, chunk=2)
+    eos = tokenizer.eos_token_id
+    for (s, t), (src, tgt) in zip(pairs, encoded):
+        assert src == tokenizer(s, add_special_tokens=False)["input_ids"][:3] + [eos]
+        assert tgt == tokenizer(t, add_special_tokens=False)["input_ids"][:3]
+    assert encoded[0][0] is encoded[2][0]

@@ -93,12 +93,23 @@ class Batch:
         return Batch(self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device), self.n_tokens)
 
 
-def encode_pairs(tokenizer, pairs: list[tuple[str, str]], max_len: int) -> list[tuple[list[int], list[int]]]:
-    """Tokenize pairs; sentences are cut to fit max_len positions (with </s> or <s>)."""
+def encode_pairs(tokenizer, pairs: list[tuple[str, str]], max_len: int,
+                 chunk: int = 20_000) -> list[tuple[list[int], list[int]]]:
+    """Tokenize pairs; sentences are cut to fit max_len positions (with </s> or <s>).
+
+    Each distinct sentence is tokenized once and its ID list shared (an upsampled corpus repeats its
+    pairs), in chunks, so that 300,000 pairs take a few hundred MB instead of gigabytes.
+    """
     eos = tokenizer.eos_token_id  # EOS for ours; an imported Marian vocabulary has its own
-    src_ids = tokenizer([s for s, _ in pairs], add_special_tokens=False)["input_ids"]
-    tgt_ids = tokenizer([t for _, t in pairs], add_special_tokens=False)["input_ids"]
-    return [(s[: max_len - 1] + [eos], t[: max_len - 1]) for s, t in zip(src_ids, tgt_ids)]
+    src_of: dict[str, list[int]] = {}
+    tgt_of: dict[str, list[int]] = {}
+    for side, table, limit, end in ((0, src_of, max_len - 1, [eos]), (1, tgt_of, max_len - 1, [])):
+        texts = list(dict.fromkeys(pair[side] for pair in pairs))
+        for start in range(0, len(texts), chunk):
+            part = texts[start: start + chunk]
+            for text, ids in zip(part, tokenizer(part, add_special_tokens=False)["input_ids"]):
+                table[text] = ids[:limit] + end
+    return [(src_of[s], tgt_of[t]) for s, t in pairs]
 
 
 def make_batch(examples: list[tuple[list[int], list[int]]], pad_id: int = PAD, bos_id: int = BOS,
@@ -187,16 +198,33 @@ def _read_aligned(paths: list[Path], what: str) -> list[tuple[str, str]]:
 
 
 def tatoeba_split(pairs: list[tuple[str, str]], dev_size: int = TATOEBA_DEV_SIZE,
-                  seed: int = TATOEBA_DEV_SEED) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+                  seed: int = TATOEBA_DEV_SEED,
+                  avoid: frozenset[str] = frozenset()) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """(train, dev): ``dev_size`` pairs drawn at random; every training pair that shares its source or its
     target sentence with a dev pair is dropped, so dev is disjoint from train on both sides (as the
-    held-back test set is disjoint from the whole file)."""
+    held-back test set is disjoint from the whole file). Pairs with a sentence in ``avoid`` are never
+    drawn for dev (they stay in train)."""
     order = list(range(len(pairs)))
     random.Random(seed).shuffle(order)
+    if avoid:
+        order.sort(key=lambda i: pairs[i][0] in avoid or pairs[i][1] in avoid)  # stable: drawable ones first
     dev = [pairs[i] for i in sorted(order[:dev_size])]
     dev_src, dev_tgt = {s for s, _ in dev}, {t for _, t in dev}
     train = [pairs[i] for i in sorted(order[dev_size:]) if pairs[i][0] not in dev_src and pairs[i][1] not in dev_tgt]
     return train, dev
+
+
+def sentences_to_avoid_in_dev(directory: Path) -> frozenset[str]:
+    """The sentences of the smaller ``tatoeba/`` corpus's training split when ``directory`` is another
+    Tatoeba directory beside it (such as ``tatoeba-large/``, which contains most of it): a model
+    warm-started from checkpoints trained on that split has seen them, so they must not be in this
+    directory's dev split. Empty when there is no such neighbour."""
+    small = directory.parent / "tatoeba"
+    if small.resolve() == directory.resolve() or not all((small / f"train.{l}.gz").is_file() for l in LANGUAGES):
+        return frozenset()
+    pairs = _read_aligned([small / f"train.{lang}.gz" for lang in LANGUAGES], "")
+    train, _ = tatoeba_split(pairs)
+    return frozenset(s for pair in train for s in pair)
 
 
 def read_tatoeba(tatoeba_dir: str | Path | None, split: str, src_lang: str, tgt_lang: str,
@@ -210,7 +238,7 @@ def read_tatoeba(tatoeba_dir: str | Path | None, split: str, src_lang: str, tgt_
     pairs = _read_aligned([directory / f"{stem}.{lang}.gz" for lang in (src_lang, tgt_lang)],
                           f"expected Tatoeba files {stem}.de.gz and {stem}.en.gz (one sentence a line, aligned)")
     if split != "tatoeba_test":
-        train, dev = tatoeba_split(pairs)
+        train, dev = tatoeba_split(pairs, avoid=sentences_to_avoid_in_dev(directory))
         pairs = train if split == "tatoeba_train" else dev
     return pairs[:limit] if limit else pairs
 
