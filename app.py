@@ -1,9 +1,9 @@
-"""transformer-viz: the navigation and the shared sidebar; every page lives in app_pages/."""
+"""transformer-viz: the navigation and the shared sidebar; every page lives in transformer_viz/app/pages/."""
 
 import streamlit as st
 
-from transformer_viz import webapp
-from transformer_viz.navigation import DEFAULT_PAGE, PAGES
+from transformer_viz.app import webapp
+from transformer_viz.app.navigation import DEFAULT_PAGE, PAGES
 
 st.set_page_config(page_title="transformer-viz", page_icon="🔎", layout="wide")
 webapp.page_style()

@@ -22,5 +22,5 @@ from page_steps import main  # noqa: E402
 
 
 if __name__ == "__main__":
-    main(__doc__, "app_pages/detr.py", "detr_step", "canvases", 8,
+    main(__doc__, "transformer_viz/app/pages/detr.py", "detr_step", "canvases", 8,
          lambda at, k: at.number_input(key="detr_seed").set_value(1000 + k))

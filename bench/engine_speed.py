@@ -29,10 +29,10 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from transformer_viz.config import preset  # noqa: E402
-from transformer_viz.masks import padding_mask  # noqa: E402
-from transformer_viz.model import Transformer, sinusoidal_positional_encoding  # noqa: E402
-from transformer_viz.trace import Trace  # noqa: E402
+from transformer_viz.models.config import preset  # noqa: E402
+from transformer_viz.core.masks import padding_mask  # noqa: E402
+from transformer_viz.models.transformer import Transformer, sinusoidal_positional_encoding  # noqa: E402
+from transformer_viz.core.trace import Trace  # noqa: E402
 
 
 class ReferenceTransformer(nn.Module):

@@ -6,7 +6,7 @@
     python bench/hf_speed.py --threads 2 --module-steps           # also: ours without incremental.py
 
 The checkpoint is exported to a transformers directory (MarianMTModel) and, when ctranslate2 is installed,
-converted to a CTranslate2 model (bench/ct2_engine.py), loaded as float32 and as int8. Every engine decodes
+converted to a CTranslate2 model (transformer_viz/interop/ctranslate2.py), loaded as float32 and as int8. Every engine decodes
 the same source token IDs (our tokenizer, ending in </s>) in the same batches: consecutive sentences of the
 split in file order, batch 1 and batch 32, greedy and beam 5, each engine with its own beam search and the
 checkpoint's length penalty (the algorithms differ, so beam outputs may too: the agreement is reported), no
@@ -30,12 +30,12 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # ct2_engine
 
-from transformer_viz.checkpoint import load_checkpoint  # noqa: E402
-from transformer_viz.data import encode_pairs, read_split  # noqa: E402
-from transformer_viz.decoding import beam_search, greedy_decode, max_output_length  # noqa: E402
-from transformer_viz.tokenizer import output_ids  # noqa: E402
+
+from transformer_viz.checkpoints.load import load_checkpoint  # noqa: E402
+from transformer_viz.text.corpora import encode_pairs, read_split  # noqa: E402
+from transformer_viz.text.decoding import beam_search, greedy_decode, max_output_length  # noqa: E402
+from transformer_viz.text.tokenizer import output_ids  # noqa: E402
 
 CELLS = [("greedy", 1), ("greedy", 32), ("beam5", 1), ("beam5", 32)]
 
@@ -67,7 +67,7 @@ class OursModules(Ours):
     name = "ours-modules"
 
     def translate(self, rows: list[list[int]], beam: int) -> list[list[int]]:
-        from transformer_viz import incremental
+        from transformer_viz.models import incremental
 
         usable = incremental.usable
         incremental.usable = lambda model: False
@@ -95,7 +95,7 @@ class Transformers:
 
 class CTranslate2:
     def __init__(self, ckpt, compute_type: str, threads: int, alpha: float) -> None:
-        from ct2_engine import CT2Translator
+        from transformer_viz.interop.ctranslate2 import CT2Translator
 
         self.name, self.alpha = f"ct2-{compute_type}", alpha
         self.translator = CT2Translator(ckpt, compute_type, threads)  # converted from the weights in memory
@@ -109,7 +109,7 @@ def load_transformers(ckpt, out: Path):
     from transformers import MarianMTModel
     from transformers.utils import logging
 
-    from transformer_viz.hf import export_hf
+    from transformer_viz.checkpoints.marian import export_hf
 
     logging.set_verbosity_error()  # not its per-call notes on max_length beside max_new_tokens
 
@@ -242,7 +242,7 @@ def narrow_checkpoint(ckpt):
     to nothing, so decoding it measures an engine's fixed cost per step (Python, dispatch, bookkeeping)."""
     import dataclasses
 
-    from transformer_viz.model import Transformer
+    from transformer_viz.models.transformer import Transformer
 
     torch.manual_seed(0)
     cfg = dataclasses.replace(ckpt.config, d_model=32, d_ff=64, h=4, dropout=0.0)

@@ -35,7 +35,7 @@ from tests.support.browser import (CHECKPOINTS_ENV, CHROMIUM, COUNT_RUNS_JS, ROO
 
 TARGET_MS = 300
 SENTENCE = "The kids were scared of the lions, so they left right away."
-PAGE = "app_pages/lecture.py"
+PAGE = "transformer_viz/app/pages/lecture.py"
 
 
 def measure_server(checkpoints: Path, name: str, sentence: str, passes: int) -> dict:
@@ -43,7 +43,7 @@ def measure_server(checkpoints: Path, name: str, sentence: str, passes: int) -> 
     os.environ[CHECKPOINTS_ENV] = str(checkpoints)
     from streamlit.testing.v1 import AppTest
 
-    from transformer_viz.lecture import STEPS
+    from transformer_viz.app.lecture import STEPS
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
     at.query_params.update({"ckpt": name, "s": sentence, "projector": "1"})
@@ -77,7 +77,7 @@ def measure_browser(checkpoints: Path, name: str, sentence: str, timeout_s: floa
     """(b): one fresh server, the lecture walked twice with ArrowRight (the first walk builds every figure)."""
     from playwright.sync_api import sync_playwright
 
-    from transformer_viz.lecture import STEPS
+    from transformer_viz.app.lecture import STEPS
 
     log = Path(tempfile.mkstemp(suffix=".jsonl")[1])
     out = {"walks": []}

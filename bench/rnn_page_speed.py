@@ -40,6 +40,6 @@ def new_sentence(k: int) -> str:
 
 
 if __name__ == "__main__":
-    main(__doc__, "app_pages/rnn.py", "rnn_step", "sentences", 6,
+    main(__doc__, "transformer_viz/app/pages/rnn.py", "rnn_step", "sentences", 6,
          lambda at, k: at.text_area(key="sentence").set_value(new_sentence(k)),
          {"s": "Komm her bitte."})

@@ -22,5 +22,5 @@ from page_steps import main  # noqa: E402
 
 
 if __name__ == "__main__":
-    main(__doc__, "app_pages/vit.py", "vit_step", "digits", 8,
+    main(__doc__, "transformer_viz/app/pages/vit.py", "vit_step", "digits", 8,
          lambda at, k: at.number_input(key="vit_digit").set_value(k + 1))

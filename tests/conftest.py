@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer_viz.checkpoint import load_checkpoint, save_checkpoint
-from transformer_viz.config import preset
-from transformer_viz.model import Transformer
-from transformer_viz.tokenizer import train_tokenizer
+from transformer_viz.checkpoints.load import load_checkpoint, save_checkpoint
+from transformer_viz.models.config import preset
+from transformer_viz.models.transformer import Transformer
+from transformer_viz.text.tokenizer import train_tokenizer
 
 from tests.support.apptest import SENTENCE, charts, open_page
 
@@ -72,11 +72,11 @@ def checkpoint_dir(tmp_path_factory, tiny_model, tokenizer):
     """The tiny Transformer, and beside it two tiny recurrent models (without and with attention) for the RNN
     page, a tiny Vision Transformer and a tiny DETR (random weights) for their pages; the sidebar lists the
     Transformer only."""
-    from transformer_viz.canvases import save_detr_checkpoint
-    from transformer_viz.detr import DETR, DETRConfig
-    from transformer_viz.digits import save_vit_checkpoint
-    from transformer_viz.rnn import RNNSeq2Seq, preset as rnn_preset
-    from transformer_viz.vit import ViT, ViTConfig
+    from transformer_viz.vision.canvases import save_detr_checkpoint
+    from transformer_viz.models.detr import DETR, DETRConfig
+    from transformer_viz.vision.digits import save_vit_checkpoint
+    from transformer_viz.models.rnn import RNNSeq2Seq, preset as rnn_preset
+    from transformer_viz.models.vit import ViT, ViTConfig
 
     path = tmp_path_factory.mktemp("ckpt") / "tiny"
     save_checkpoint(path, tiny_model, tokenizer, {"name": "tiny test model", "src_lang": "de", "tgt_lang": "en",
@@ -125,7 +125,7 @@ def make_app(checkpoint_dir, monkeypatch):
 
 @pytest.fixture()
 def open_app(make_app):
-    """A factory: open_app(page, sentence) -> the app's AppTest on that page (a file in app_pages/), run."""
+    """A factory: open_app(page, sentence) -> the app's AppTest on that page (a file in transformer_viz/app/pages/), run."""
 
     def open_(page: str, sentence: str = SENTENCE):
         return open_page(make_app(sentence), page)

@@ -3,7 +3,7 @@ Each page's own behaviour is tested in tests/test_page_<page>.py."""
 
 from __future__ import annotations
 
-from transformer_viz.navigation import DEFAULT_PAGE, PAGES
+from transformer_viz.app.navigation import DEFAULT_PAGE, PAGES
 
 from tests.support.apptest import SENTENCE, charts, rerun
 
@@ -23,7 +23,7 @@ def test_a_page_follows_the_sidebar(make_app, tokenizer):
         return len(tokenizer(sentence, add_special_tokens=False)["input_ids"]) + 1  # and </s>
 
     at = rerun(make_app(SENTENCE))
-    at.switch_page("app_pages/encoder.py")
+    at.switch_page("transformer_viz/app/pages/encoder.py")
     rerun(at)
     assert f"S = {source_tokens(SENTENCE)} source tokens" in at.caption[0].value
     at.text_area(key="sentence").set_value("zwei kinder .")

@@ -13,8 +13,8 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from transformer_viz.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from transformer_viz.cli import main
+from transformer_viz.checkpoints.load import CheckpointError, load_checkpoint, save_checkpoint
+from transformer_viz.cli.main import main
 
 
 def logits(model, src=(5, 9, 17, 23, 2), tgt=(1, 30, 41, 7)) -> torch.Tensor:
@@ -227,8 +227,8 @@ def test_other_damage(checkpoint_dir, tmp_path, tokenizer, capsys):
     with pytest.raises(CheckpointError, match="has no model.safetensors"):
         load_checkpoint(empty)
     # NaN weights load as a model that prints garbage: refuse them
-    from transformer_viz.config import preset
-    from transformer_viz.model import Transformer
+    from transformer_viz.models.config import preset
+    from transformer_viz.models.transformer import Transformer
 
     model = Transformer(preset("tiny", vocab_size=len(tokenizer))).eval()
     with torch.no_grad():
@@ -244,7 +244,7 @@ def test_other_damage(checkpoint_dir, tmp_path, tokenizer, capsys):
 
 
 def test_list_checkpoints_stays_inside_the_roots(checkpoint_dir, tmp_path, monkeypatch):
-    from transformer_viz import webapp
+    from transformer_viz.app import webapp
 
     root, outside = tmp_path / "root", tmp_path / "outside"
     root.mkdir()

@@ -1,4 +1,4 @@
-"""The benchmark's CTranslate2 conversion (bench/ct2_engine.py): the converted model computes our model's numbers
+"""The CTranslate2 conversion (transformer_viz/interop/ctranslate2.py): the converted model computes our model's numbers
 and translations and leaves our weights and torch's threads alone, so bench/hf_speed.py compares like with like.
 Skipped without ctranslate2 (pip install -r bench/requirements.txt)."""
 
@@ -11,11 +11,11 @@ import torch
 
 ctranslate2 = pytest.importorskip("ctranslate2")
 
-from transformer_viz.checkpoint import load_checkpoint  # noqa: E402
-from transformer_viz.config import preset  # noqa: E402
-from bench.ct2_engine import CT2Translator  # noqa: E402
-from transformer_viz.decoding import greedy_decode, max_output_length  # noqa: E402
-from transformer_viz.model import Transformer  # noqa: E402
+from transformer_viz.checkpoints.load import load_checkpoint  # noqa: E402
+from transformer_viz.models.config import preset  # noqa: E402
+from transformer_viz.interop.ctranslate2 import CT2Translator  # noqa: E402
+from transformer_viz.text.decoding import greedy_decode, max_output_length  # noqa: E402
+from transformer_viz.models.transformer import Transformer  # noqa: E402
 
 
 SENTENCES = ["ein mann spielt im park .", "zwei hunde laufen .", "eine frau liest ein buch im park .", "hallo"]
@@ -34,7 +34,7 @@ def _padded(rows, pad_id):
 
 
 def _sources(ckpt):
-    from transformer_viz.data import encode_pairs
+    from transformer_viz.text.corpora import encode_pairs
 
     return [s for s, _ in encode_pairs(ckpt.tokenizer, [(t, "") for t in SENTENCES], ckpt.config.max_len)]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from transformer_viz.data import (DataError, Mix, read_any_split, read_tatoeba, resolve_tatoeba_dir, tatoeba_split)
-from transformer_viz.train import Corpora, TrainConfig, load_corpora
+from transformer_viz.text.corpora import (DataError, Mix, read_any_split, read_tatoeba, resolve_tatoeba_dir, tatoeba_split)
+from transformer_viz.training.translation import Corpora, TrainConfig, load_corpora
 
 from conftest import synthetic_pairs
 
@@ -106,7 +106,7 @@ def test_a_larger_tatoeba_beside_the_smaller_keeps_the_smaller_ones_training_sen
     assert len(seen) > 500
     train, dev = tatoeba_split(larger)
     assert any(s in seen or t in seen for s, t in dev)  # the plain draw would take some
-    from transformer_viz.data import sentences_to_avoid_in_dev
+    from transformer_viz.text.corpora import sentences_to_avoid_in_dev
 
     avoid = sentences_to_avoid_in_dev(tmp_path / "tatoeba-large")
     assert avoid == seen
@@ -118,7 +118,7 @@ def test_a_larger_tatoeba_beside_the_smaller_keeps_the_smaller_ones_training_sen
 
 
 def test_encoding_shares_the_ids_of_repeated_sentences_and_matches_one_at_a_time(tokenizer):
-    from transformer_viz.data import encode_pairs
+    from transformer_viz.text.corpora import encode_pairs
 
     pairs = [("ein Hund", "a dog"), ("eine Katze", "a cat"), ("ein Hund", "a dog")] * 3
     encoded = encode_pairs(tokenizer, pairs, max_len=4, chunk=2)

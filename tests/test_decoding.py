@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import torch
 
-from transformer_viz.config import preset
-from transformer_viz.decoding import ban_loops, beam_search, greedy_decode, loop_bans, max_output_length
-from transformer_viz.evaluate import has_repetition
-from transformer_viz.tokenizer import BOS, EOS, PAD, decode, output_ids
+from transformer_viz.models.config import preset
+from transformer_viz.text.decoding import ban_loops, beam_search, greedy_decode, loop_bans, max_output_length
+from transformer_viz.text.evaluation import has_repetition
+from transformer_viz.text.tokenizer import BOS, EOS, PAD, decode, output_ids
 
 
 def test_the_output_may_be_half_again_as_long_as_the_source_plus_ten_within_the_positions():

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer_viz.checkpoint import load_checkpoint
-from transformer_viz.data import encode_pairs
-from transformer_viz.decoding import beam_search, greedy_decode
-from transformer_viz.model import DecoderState
-from transformer_viz.trace import Trace
+from transformer_viz.checkpoints.load import load_checkpoint
+from transformer_viz.text.corpora import encode_pairs
+from transformer_viz.text.decoding import beam_search, greedy_decode
+from transformer_viz.models.transformer import DecoderState
+from transformer_viz.core.trace import Trace
 
 ROOT = Path(__file__).resolve().parent.parent
 # Sentences of very different lengths, so that in one batch they finish at different steps.
@@ -125,7 +125,7 @@ def test_attention_runs_without_a_mask_only_when_nothing_is_padded(tiny_model):
 def test_the_fast_step_writes_what_the_models_own_step_writes(shipped, monkeypatch):
     """incremental.py (transposed weights for few rows, the encoder on real tokens only) against the model's
     modules: the whole padded batch and every sentence alone, greedy and beam 5."""
-    from transformer_viz import incremental
+    from transformer_viz.models import incremental
 
     model, src = shipped
     runs = {}

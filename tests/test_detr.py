@@ -10,13 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-from transformer_viz.boxes import (LossWeights, cxcywh_to_xyxy, hungarian_match, match, matching_cost, pairwise_giou,
-                                   pairwise_iou, set_loss, xyxy_to_cxcywh)
-from transformer_viz.canvases import (MAX_DIGITS, SIZES, DETRTrainConfig, Detection, detections, evaluate, make_canvas,
-                                      save_detr_checkpoint, score_canvas, sprites, train_detr)
-from transformer_viz.checkpoint import CheckpointError, checkpoint_arch, load_checkpoint
-from transformer_viz.detr import CLASSES, DETR, DETRConfig, trace_names
-from transformer_viz.trace import Trace
+from transformer_viz.models.boxes import (LossWeights, cxcywh_to_xyxy, hungarian_match, match, matching_cost, pairwise_giou, pairwise_iou, set_loss, xyxy_to_cxcywh)
+from transformer_viz.vision.canvases import (MAX_DIGITS, SIZES, DETRTrainConfig, Detection, detections, evaluate, make_canvas, save_detr_checkpoint, score_canvas, sprites, train_detr)
+from transformer_viz.checkpoints.load import CheckpointError, checkpoint_arch, load_checkpoint
+from transformer_viz.models.detr import CLASSES, DETR, DETRConfig, trace_names
+from transformer_viz.core.trace import Trace
 
 TINY = dict(backbone_channels=4, d_model=16, d_ff=32, h=2, n_queries=6)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from transformer_viz.evaluate import has_repetition, repetition_rate
+from transformer_viz.text.evaluation import has_repetition, repetition_rate
 
 
 def test_a_unit_of_up_to_three_tokens_repeated_four_times_is_a_stutter():

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer_viz.checkpoint import CheckpointError, load_checkpoint
-from transformer_viz.decoding import beam_search, greedy_decode, max_output_length
+from transformer_viz.checkpoints.load import CheckpointError, load_checkpoint
+from transformer_viz.text.decoding import beam_search, greedy_decode, max_output_length
 from transformer_viz.engine import run_sentence, traced_forward
-from transformer_viz.hf import export_hf, marian_positions, residual_permutation
-from transformer_viz.tokenizer import decode, encode_source
+from transformer_viz.checkpoints.marian import export_hf, marian_positions, residual_permutation
+from transformer_viz.text.tokenizer import decode, encode_source
 
 from tests.conftest import synthetic_pairs
 
@@ -184,7 +184,7 @@ def test_imported_trace_has_every_name_and_shape(imported, tiny_model, sentence_
 
 
 def test_the_app_lists_and_opens_a_marian_directory(marian_dir, monkeypatch):
-    from transformer_viz import webapp
+    from transformer_viz.app import webapp
 
     monkeypatch.setenv(webapp.CHECKPOINTS_ENV, str(marian_dir[0].parent))
     assert list(webapp.list_checkpoints()) == [marian_dir[0].name]
@@ -196,8 +196,8 @@ def test_the_app_lists_and_opens_a_marian_directory(marian_dir, monkeypatch):
 def test_every_page_and_step_runs_on_an_imported_marian_model(make_app, marian_dir, monkeypatch, every_step):
     """The sidebar's only model is the Marian directory; every page of the navigation, every step of each,
     draws without an error (the RNN and ViT pages load their own models, which this root does not have)."""
-    from transformer_viz import webapp
-    from transformer_viz.navigation import PAGES
+    from transformer_viz.app import webapp
+    from transformer_viz.app.navigation import PAGES
 
     from tests.support.apptest import rerun
 
@@ -217,7 +217,7 @@ def test_every_page_and_step_runs_on_an_imported_marian_model(make_app, marian_d
 def test_translate_and_trace_on_the_command_line_read_a_marian_directory(imported, marian_dir, capsys, monkeypatch):
     """A sentence, standard input (batched: the random model's loops run to the batch's longer cap) and the
     trace JSON give what the engine gives (the generation config asks for no beam: greedy, <pad> banned)."""
-    from transformer_viz.evaluate import translate_texts
+    from transformer_viz.text.evaluation import translate_texts
 
     from tests.test_cli import run_cli
 
@@ -323,8 +323,8 @@ def test_an_exported_directory_imports_back_with_the_same_logits(exported, tiny_
 def test_export_refuses_a_pre_ln_model(tiny_checkpoint, tmp_path):
     from dataclasses import replace
 
-    from transformer_viz.checkpoint import Checkpoint
-    from transformer_viz.model import Transformer
+    from transformer_viz.checkpoints.load import Checkpoint
+    from transformer_viz.models.transformer import Transformer
 
     cfg = replace(tiny_checkpoint.config, pre_ln=True)
     ckpt = Checkpoint(Transformer(cfg), tiny_checkpoint.tokenizer, cfg)
@@ -334,7 +334,7 @@ def test_export_refuses_a_pre_ln_model(tiny_checkpoint, tmp_path):
 
 
 def test_export_hf_on_the_command_line(checkpoint_dir, tmp_path, capsys):
-    from transformer_viz.cli import main
+    from transformer_viz.cli.main import main
 
     assert main(["export-hf", "--checkpoint", str(checkpoint_dir), "--out", str(tmp_path / "hf")]) == 0
     assert (tmp_path / "hf" / "model.safetensors").is_file()
@@ -353,7 +353,7 @@ DATA = Path(os.environ.get("TRANSFORMER_VIZ_DATA", ROOT.parent / "shared" / "dat
 def test_exported_shipped_model_translates_50_test_sentences_as_we_do(tmp_path):
     """checkpoints/de-en through export-hf: transformers' greedy and beam (its own beam search, α as the
     length penalty) write the same tokens as our greedy and our beam_search(scoring="hf")."""
-    from transformer_viz.data import read_any_split
+    from transformer_viz.text.corpora import read_any_split
 
     if not (ROOT / "checkpoints" / "de-en" / "model.safetensors").is_file():
         pytest.skip("no shipped checkpoint")

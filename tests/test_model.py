@@ -7,10 +7,10 @@ import math
 import pytest
 import torch
 
-from transformer_viz.config import ModelConfig, preset
-from transformer_viz.decoding import beam_search, greedy_decode
-from transformer_viz.model import Transformer, sinusoidal_positional_encoding
-from transformer_viz.trace import Trace, names_markdown, trace_names, transformerlens_hook
+from transformer_viz.models.config import ModelConfig, preset
+from transformer_viz.text.decoding import beam_search, greedy_decode
+from transformer_viz.models.transformer import Transformer, sinusoidal_positional_encoding
+from transformer_viz.core.trace import Trace, names_markdown, trace_names, transformerlens_hook
 
 
 def _shape(template: str, dims: dict) -> tuple[int, ...] | None:
@@ -257,7 +257,7 @@ def _reference_attention(x_q, x_kv, mha, mask):
 def test_attention_agrees_with_torch_multihead_attention_and_a_loop_reference():
     torch.manual_seed(7)
     d_model, h = 32, 4
-    from transformer_viz.model import MultiHeadAttention
+    from transformer_viz.models.transformer import MultiHeadAttention
 
     ours = MultiHeadAttention(d_model, h).eval()
     ref = torch.nn.MultiheadAttention(d_model, h, batch_first=True).eval()

@@ -13,7 +13,7 @@ from tests.support.figures import array
 
 
 def test_attention_page_every_kind(open_app, every_step):
-    at = open_app("app_pages/attention.py")
+    at = open_app("transformer_viz/app/pages/attention.py")
     assert at.title[0].value == "Attention, step by step"
     # Only the open step runs: the first step alone draws Q, K and V.
     qkv = charts(at)

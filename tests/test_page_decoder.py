@@ -12,7 +12,7 @@ from tests.support.figures import array, traces, z_of
 
 
 def test_decoder_page(open_app, tiny_checkpoint, every_step, open_step):
-    at = open_app("app_pages/decoder.py")
+    at = open_app("transformer_viz/app/pages/decoder.py")
     assert at.title[0].value == "Decoder"
     assert list(charts(at)) == ["decoder-masked-self-attention"]  # only the first step runs
     assert set(every_step(at, "decoder_step")) == {

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from transformer_viz.boxes import hungarian_match, matching_cost
-from transformer_viz.canvases import make_canvas
-from transformer_viz.detr import DETR, DETRConfig
+from transformer_viz.models.boxes import hungarian_match, matching_cost
+from transformer_viz.vision.canvases import make_canvas
+from transformer_viz.models.detr import DETR, DETRConfig
 from transformer_viz.plots.vit import upsample
-from transformer_viz.trace import Trace
+from transformer_viz.core.trace import Trace
 
 from tests.conftest import TINY_DETR, TINY_DETR_SEED
 from tests.support.apptest import chart, open_page, rerun
@@ -24,7 +24,7 @@ STEP_CHARTS = {"detr-detections", "detr-classes", "detr-cross", "detr-self", "de
 
 @pytest.fixture()
 def detr_app(make_app):
-    return lambda: open_page(make_app(), "app_pages/detr.py")
+    return lambda: open_page(make_app(), "transformer_viz/app/pages/detr.py")
 
 
 def expected(seed: int):
@@ -78,7 +78,7 @@ def test_detr_page(detr_app, every_step, open_step):
 def test_seed_from_the_link_and_a_new_random_canvas(make_app, open_step):
     at = make_app()
     at.query_params["seed"] = "123"
-    at = open_step(open_page(at, "app_pages/detr.py"), "detr_step", 0)
+    at = open_step(open_page(at, "transformer_viz/app/pages/detr.py"), "detr_step", 0)
     assert at.number_input(key="detr_seed").value == 123
     np.testing.assert_allclose(z_of(chart(at, "detr-detections")["data"][0]), make_canvas(123).image)
     at.button(key="detr_new").click()
@@ -91,5 +91,5 @@ def test_seed_from_the_link_and_a_new_random_canvas(make_app, open_step):
 def test_without_a_detr_checkpoint_the_page_says_so(make_app, checkpoint_dir, monkeypatch, tmp_path):
     shutil.copytree(checkpoint_dir, tmp_path / "tiny")
     monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(tmp_path))
-    at = open_page(make_app(), "app_pages/detr.py")
+    at = open_page(make_app(), "transformer_viz/app/pages/detr.py")
     assert any("DETR checkpoint" in w.value for w in at.warning)

@@ -15,7 +15,7 @@ def heatmaps(figure: dict) -> list[dict]:
 
 
 def test_encoder_page(open_app, tiny_checkpoint, every_step, open_step):
-    at = open_app("app_pages/encoder.py")
+    at = open_app("transformer_viz/app/pages/encoder.py")
     assert at.title[0].value == "Encoder"
     assert set(every_step(at, "encoder_step")) == {"encoder-head-grid", "encoder-head", "encoder-layernorm",
                                                    "encoder-gamma-beta", "encoder-ffn-hidden", "encoder-ffn-zeros"}

@@ -8,14 +8,14 @@ import json
 
 import pytest
 
-from transformer_viz import lecture
+from transformer_viz.app import lecture
 from transformer_viz.engine import run_sentence
-from transformer_viz.navigation import PAGES
-from transformer_viz.sections import format_forced, parse_forced
+from transformer_viz.app.navigation import PAGES
+from transformer_viz.app.sections import format_forced, parse_forced
 
 from tests.support.apptest import SENTENCE, charts, rerun
 
-PAGE = "app_pages/lecture.py"
+PAGE = "transformer_viz/app/pages/lecture.py"
 N = len(lecture.STEPS)
 
 

@@ -28,7 +28,7 @@ def check_statement_matches_table(at) -> None:
 
 
 def test_masking_lab(open_app, open_step):
-    at = open_app("app_pages/masking.py")
+    at = open_app("transformer_viz/app/pages/masking.py")
     assert at.title[0].value == "Masking lab"
     on = chart(at, "masking-selected")
     assert traces(on, "masked scores masked")  # the causal mask's grey cells

@@ -7,7 +7,7 @@ from tests.support.apptest import charts, rerun
 
 
 def test_overview_shows_translation_and_architecture(open_app, tokenizer):
-    at = open_app("app_pages/overview.py")
+    at = open_app("transformer_viz/app/pages/overview.py")
     assert at.title[0].value == "Overview & translation"
     assert any("ein mann spielt im park" in t.value for t in at.text)
     S = len(tokenizer("ein mann spielt im park .", add_special_tokens=False)["input_ids"]) + 1
@@ -15,7 +15,7 @@ def test_overview_shows_translation_and_architecture(open_app, tokenizer):
 
 
 def test_first_visit_draws_the_architecture_before_the_model_loads(make_app, monkeypatch):
-    from transformer_viz import webapp
+    from transformer_viz.app import webapp
 
     monkeypatch.setattr(webapp, "_LOADED", set())  # as on a fresh server: nothing loaded, nothing cached
     webapp.get_checkpoint.clear()
@@ -31,12 +31,12 @@ def test_first_visit_draws_the_architecture_before_the_model_loads(make_app, mon
 
 def test_overview_translates_with_the_checkpoints_default_decoding_and_names_its_data(open_app, monkeypatch,
                                                                                        tiny_checkpoint):
-    from transformer_viz import webapp
+    from transformer_viz.app import webapp
     from transformer_viz.engine import run_sentence
-    from transformer_viz.generation import GenerationDefaults
+    from transformer_viz.text.decoding_defaults import GenerationDefaults
 
     monkeypatch.setattr(webapp, "generation_defaults", lambda name: GenerationDefaults(num_beams=3, length_penalty=0.0))
-    at = open_app("app_pages/overview.py")
+    at = open_app("transformer_viz/app/pages/overview.py")
     beam = run_sentence(tiny_checkpoint, "ein mann spielt im park .", beam_size=3, alpha=0.0, trace=False)
     labels = [c.value for c in at.caption]
     assert any("beam 3, α 0: this model's default" in label for label in labels)
@@ -47,7 +47,7 @@ def test_overview_translates_with_the_checkpoints_default_decoding_and_names_its
 
 
 def test_the_training_data_line_names_every_corpus_of_the_card():
-    from transformer_viz.webapp import training_data_line
+    from transformer_viz.app.webapp import training_data_line
 
     card = {"data": {"Multi30k": "…", "Tatoeba": "…"}}
     assert training_data_line(card) == "Trained on picture captions (Multi30k) and everyday sentences (Tatoeba)."

@@ -10,7 +10,7 @@ from tests.support.apptest import OTHER_SENTENCE, change_sentence, charts, latex
 
 
 def test_positional_page(open_app, every_step, open_step):
-    at = open_app("app_pages/positional.py")
+    at = open_app("transformer_viz/app/pages/positional.py")
     assert at.title[0].value == "Positional encoding"
     first = every_step(at, "positional_step")
     assert set(first) == {"positional-matrix", "positional-curves", "positional-similarity", "positional-sum",

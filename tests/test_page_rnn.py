@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from transformer_viz.checkpoint import load_checkpoint, save_checkpoint
+from transformer_viz.checkpoints.load import load_checkpoint, save_checkpoint
 from transformer_viz.engine import run_sentence
-from transformer_viz.rnn import RNNSeq2Seq, preset
+from transformer_viz.models.rnn import RNNSeq2Seq, preset
 
 from tests.support.apptest import OTHER_SENTENCE, SENTENCE, change_sentence, chart, charts, open_page
 from tests.support.figures import array, z_of
@@ -52,7 +52,7 @@ def rnn_app(make_app, rnn_root, monkeypatch):
     monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(rnn_root))
 
     def open_(sentence: str = SENTENCE):
-        return open_page(make_app(sentence), "app_pages/rnn.py")
+        return open_page(make_app(sentence), "transformer_viz/app/pages/rnn.py")
 
     return open_
 
@@ -107,7 +107,7 @@ def test_another_sentence_gives_other_data(rnn_app, open_step):
 def test_without_rnn_checkpoints_the_page_says_so(make_app, checkpoint_dir, monkeypatch, tmp_path):
     shutil.copytree(checkpoint_dir, tmp_path / "tiny")  # the Transformer alone
     monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(tmp_path))
-    at = open_page(make_app(), "app_pages/rnn.py")
+    at = open_page(make_app(), "transformer_viz/app/pages/rnn.py")
     assert any("recurrent de→en checkpoints" in w.value for w in at.warning)
 
 
@@ -120,7 +120,7 @@ def test_english_to_german_runs_the_german_example(make_app, rnn_root, monkeypat
     meta = json.loads((root / "tiny-en-de" / "metadata.json").read_text())
     (root / "tiny-en-de" / "metadata.json").write_text(json.dumps({**meta, "src_lang": "en", "tgt_lang": "de"}))
     monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(root))
-    at = open_page(make_app("a man plays in the park ."), "app_pages/rnn.py")
+    at = open_page(make_app("a man plays in the park ."), "transformer_viz/app/pages/rnn.py")
     at.sidebar.selectbox(key="checkpoint").set_value("tiny-en-de")
     at = open_step(at, "rnn_step", 0)
     assert any("German → English only" in info.value and "Komm her bitte." in info.value for info in at.info)

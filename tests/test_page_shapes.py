@@ -3,15 +3,15 @@ base model."""
 
 from __future__ import annotations
 
-from transformer_viz.config import preset
-from transformer_viz.model import Transformer
-from transformer_viz.trace import trace_names
+from transformer_viz.models.config import preset
+from transformer_viz.models.transformer import Transformer
+from transformer_viz.core.trace import trace_names
 
 from tests.support.apptest import OTHER_SENTENCE, SENTENCE, change_sentence, chart, charts, latex
 
 
 def test_shapes_page(open_app, tokenizer):
-    at = open_app("app_pages/shapes.py")
+    at = open_app("transformer_viz/app/pages/shapes.py")
     first = charts(at)
     assert at.title[0].value == "Shapes"
     assert {"shapes-flow-loaded", "shapes-flow-base"} <= set(first)

@@ -13,7 +13,7 @@ from tests.support.figures import array
 
 
 def test_tokens_page(open_app, tokenizer, every_step, open_step):
-    at = open_app("app_pages/tokens.py")
+    at = open_app("transformer_viz/app/pages/tokens.py")
     assert at.title[0].value == "Tokens & embeddings"
     first = every_step(at, "tokens_step")
     assert set(first) == {"tokens-padding", "tokens-embedding", "tokens-scaling", "tokens-cosine", "tokens-neighbours"}
@@ -49,7 +49,7 @@ def test_tokens_page(open_app, tokenizer, every_step, open_step):
 
 
 def test_tokens_in_figures_are_escaped(open_app, every_step):
-    found = every_step(open_app("app_pages/tokens.py", "ein <b>mann</b> & <script> ."), "tokens_step")
+    found = every_step(open_app("transformer_viz/app/pages/tokens.py", "ein <b>mann</b> & <script> ."), "tokens_step")
     for name in ("tokens-embedding", "tokens-cosine", "tokens-neighbours"):
         trace = json.loads(found[name])["data"][-1]
         labels = list(trace["y"]) + [t for row in trace.get("text") or [] for t in row]

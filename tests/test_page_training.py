@@ -12,7 +12,7 @@ from tests.support.figures import traces
 
 
 def test_training_page(open_app, tiny_checkpoint):
-    at = open_app("app_pages/training.py")
+    at = open_app("transformer_viz/app/pages/training.py")
     assert at.title[0].value == "Training"
     assert {"training-history", "training-lr", "training-teacher-forcing"} <= set(charts(at))
     assert any("only 1 epoch" in i.value for i in at.info)  # the tiny card is short: said, not hidden

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from transformer_viz.digits import load_split
+from transformer_viz.vision.digits import load_split
 from transformer_viz.plots.vit import attention_rollout
-from transformer_viz.trace import Trace
-from transformer_viz.vit import ViT, ViTConfig
+from transformer_viz.core.trace import Trace
+from transformer_viz.models.vit import ViT, ViTConfig
 
 from tests.conftest import TINY_VIT, TINY_VIT_SEED
 from tests.support.apptest import chart, open_page, rerun
@@ -24,7 +24,7 @@ STEP_CHARTS = {"vit-image", "vit-patches", "vit-patch-embed", "vit-tokens", "vit
 
 @pytest.fixture()
 def vit_app(make_app):
-    return lambda: open_page(make_app(), "app_pages/vit.py")
+    return lambda: open_page(make_app(), "transformer_viz/app/pages/vit.py")
 
 
 def expected_trace(index: int, occluded=()) -> tuple[np.ndarray, Trace]:
@@ -88,12 +88,12 @@ def test_another_digit_and_occlusion_give_other_data(vit_app, open_step):
 def test_digit_from_the_link(make_app):
     at = make_app()
     at.query_params["digit"] = "12"
-    at = open_page(at, "app_pages/vit.py")
+    at = open_page(at, "transformer_viz/app/pages/vit.py")
     assert at.number_input(key="vit_digit").value == 12
 
 
 def test_without_a_vit_checkpoint_the_page_says_so(make_app, checkpoint_dir, monkeypatch, tmp_path):
     shutil.copytree(checkpoint_dir, tmp_path / "tiny")
     monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(tmp_path))
-    at = open_page(make_app(), "app_pages/vit.py")
+    at = open_page(make_app(), "transformer_viz/app/pages/vit.py")
     assert any("Vision Transformer checkpoint" in w.value for w in at.warning)

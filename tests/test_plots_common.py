@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from transformer_viz.plots.common import (ALLOWED_COLOUR, MASKED_COLOUR, heatmap, heatmap_traces, log_softmax,
-                                          make_figure, mask_figure, softmax)
+from transformer_viz.plots.common import (ALLOWED_COLOUR, MASKED_COLOUR, heatmap, heatmap_traces, log_softmax, make_figure, mask_figure, softmax)
 
 from tests.support.figures import traces, z_of
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from transformer_viz.plots.detr import (attention_on_canvas_figure, cost_matrix_figure, detections_figure,
-                                        query_classes_figure, query_colour)
+from transformer_viz.plots.detr import (attention_on_canvas_figure, cost_matrix_figure, detections_figure, query_classes_figure, query_colour)
 from tests.support.figures import z_of
 
 

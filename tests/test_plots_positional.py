@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from transformer_viz.engine import traced_forward
-from transformer_viz.model import sinusoidal_positional_encoding
+from transformer_viz.models.transformer import sinusoidal_positional_encoding
 from transformer_viz.plots import positional as pos
 
 from tests.support.figures import z_of

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from transformer_viz.plots.rnn import (bucket_bleu_figure, context_figure, hidden_states_figure, steps_figure,
-                                       timing_figure, unrolled_figure)
+from transformer_viz.plots.rnn import (bucket_bleu_figure, context_figure, hidden_states_figure, steps_figure, timing_figure, unrolled_figure)
 
 from tests.support.figures import array, z_of
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from transformer_viz.plots.training import lr_curve, lr_schedule_figure
-from transformer_viz.schedule import learning_rate
+from transformer_viz.training.schedule import learning_rate
 
 from tests.support.figures import traces
 

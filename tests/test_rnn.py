@@ -9,10 +9,10 @@ import shutil
 import pytest
 import torch
 
-from transformer_viz.checkpoint import CheckpointError, checkpoint_arch, load_checkpoint, save_checkpoint
-from transformer_viz.decoding import beam_search, greedy_decode
-from transformer_viz.rnn import RNNSeq2Seq, preset, trace_names
-from transformer_viz.trace import Trace
+from transformer_viz.checkpoints.load import CheckpointError, checkpoint_arch, load_checkpoint, save_checkpoint
+from transformer_viz.text.decoding import beam_search, greedy_decode
+from transformer_viz.models.rnn import RNNSeq2Seq, preset, trace_names
+from transformer_viz.core.trace import Trace
 
 from tests.conftest import synthetic_pairs
 
@@ -146,7 +146,7 @@ def test_sequential_steps():
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, tokenizer):
     """A tiny attention model trained for a few seconds on the synthetic pairs, exported as a checkpoint."""
-    from transformer_viz.train_rnn import RNNTrainConfig, train_rnn
+    from transformer_viz.training.rnn import RNNTrainConfig, train_rnn
 
     root = tmp_path_factory.mktemp("rnn")
     pairs = {"train": synthetic_pairs(400), "val": synthetic_pairs(40, seed=1)}
@@ -170,7 +170,7 @@ def test_training_lowers_the_loss_and_exports(trained):
 
 
 def test_training_resumes(trained, tokenizer):
-    from transformer_viz.train_rnn import RNNTrainConfig, train_rnn
+    from transformer_viz.training.rnn import RNNTrainConfig, train_rnn
 
     root, summary = trained
     run = root / "resumed"
@@ -225,7 +225,7 @@ def test_bad_rnn_checkpoints_are_refused(tmp_path, tokenizer):
 
 
 def test_cli_translate_and_trace(trained, capsys):
-    from transformer_viz.cli import main
+    from transformer_viz.cli.main import main
 
     root, _ = trained
     assert main(["translate", "--checkpoint", str(root / "ckpt"), "ein mann im park ."]) == 0
@@ -239,7 +239,7 @@ def test_cli_translate_and_trace(trained, capsys):
 def test_the_time_budget_is_a_hard_limit(tmp_path, tokenizer):
     """A run never starts a batch that would leave too little of the budget to validate (at first a validation
     is assumed to take 2 minutes): with a 3-second budget nothing is trained and nothing is exported."""
-    from transformer_viz.train_rnn import RNNTrainConfig, train_rnn
+    from transformer_viz.training.rnn import RNNTrainConfig, train_rnn
 
     pairs = {"train": synthetic_pairs(100), "val": synthetic_pairs(10, seed=1)}
     tc = RNNTrainConfig(config="tiny", epochs=2, batch_tokens=600, tatoeba_copies=0, max_minutes=0.05, amp="off")
@@ -250,7 +250,7 @@ def test_the_time_budget_is_a_hard_limit(tmp_path, tokenizer):
 
 
 def test_the_sidebar_lists_transformers_and_the_rnn_page_its_own(checkpoint_dir, monkeypatch):
-    from transformer_viz import webapp
+    from transformer_viz.app import webapp
 
     monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(checkpoint_dir.parent))
     assert list(webapp.list_checkpoints()) == ["tiny"]

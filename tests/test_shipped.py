@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from transformer_viz.checkpoint import load_checkpoint
-from transformer_viz.evaluate import score, translate_texts
+from transformer_viz.checkpoints.load import load_checkpoint
+from transformer_viz.text.evaluation import score, translate_texts
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("TRANSFORMER_VIZ_DATA", ROOT.parent / "shared" / "data" / "multi30k"))
@@ -55,7 +55,7 @@ def test_shipped_checkpoint_translates_into_the_other_language(direction):
 @pytest.mark.data
 @pytest.mark.parametrize("direction, split", sorted(FLOORS))
 def test_shipped_checkpoint_bleu_on_the_first_test_and_dev_sentences(direction, split):
-    from transformer_viz.data import read_any_split
+    from transformer_viz.text.corpora import read_any_split
 
     needed = DATA / "test_2016_flickr.de.gz" if split == "test_2016_flickr" else TATOEBA / "train.de.gz"
     if not needed.is_file():
@@ -75,9 +75,9 @@ def test_shipped_language_check_flags_the_other_language_and_spares_the_right_on
     """The acceptance of the wrong-language warning on held-out sentences: on the shipped checkpoints
     it spared 100 % / 100 % (de-en) and 100 % / 99.9 % (en-de) of the right language's test_2016_flickr /
     tatoeba_dev sentences, and flagged 100 % / 99.1 % and 99.9 % / 99.7 % of the other's."""
-    from transformer_viz.checks import check_language, load_language_stats
-    from transformer_viz.data import read_any_split
-    from transformer_viz.tokenizer import encode_source, load_tokenizer
+    from transformer_viz.text.language_stats import check_language, load_language_stats
+    from transformer_viz.text.corpora import read_any_split
+    from transformer_viz.text.tokenizer import encode_source, load_tokenizer
 
     if not (DATA / "test_2016_flickr.de.gz").is_file() or not (DATA.parent / "tatoeba" / "train.de.gz").is_file():
         pytest.skip(f"Multi30k or Tatoeba not found beside {DATA} (set TRANSFORMER_VIZ_DATA)")
@@ -96,7 +96,7 @@ def test_shipped_language_check_flags_the_other_language_and_spares_the_right_on
 
 def test_shipped_vit_scores_its_model_card_on_the_held_out_digits():
     """The whole held-out 20 % (360 images, one forward pass): exactly the accuracy the model card states."""
-    from transformer_viz.digits import accuracy, load_split
+    from transformer_viz.vision.digits import accuracy, load_split
 
     path = ROOT / "checkpoints" / "vit-digits"
     if not (path / "model.safetensors").is_file():
@@ -109,7 +109,7 @@ def test_shipped_vit_scores_its_model_card_on_the_held_out_digits():
 
 def test_shipped_detr_scores_its_model_card_on_new_canvases():
     """The model card's test: the same 1,000 canvases (held-out digits, a seed training never used), ~3 s."""
-    from transformer_viz.canvases import TRAIN_SEED, evaluate
+    from transformer_viz.vision.canvases import TRAIN_SEED, evaluate
 
     path = ROOT / "checkpoints" / "detr-digits"
     if not (path / "model.safetensors").is_file():

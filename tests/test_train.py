@@ -14,8 +14,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from transformer_viz.data import DataError, make_batch, read_split, token_batches
-from transformer_viz.train import TrainConfig, TrainState, learning_rate, rewarmup_factor, train
+from transformer_viz.text.corpora import DataError, make_batch, read_split, token_batches
+from transformer_viz.training.translation import TrainConfig, TrainState, learning_rate, rewarmup_factor, train
 
 from conftest import synthetic_pairs
 
@@ -126,10 +126,10 @@ def test_distributed_data_parallel_runs_with_gloo_and_two_processes(tmp_path):
 
 
 def test_a_warm_start_carries_weights_and_embeddings_across_vocabularies(tmp_path, checkpoint_dir, tiny_checkpoint):
-    from transformer_viz.config import preset
-    from transformer_viz.model import Transformer
-    from transformer_viz.tokenizer import train_tokenizer
-    from transformer_viz.train import warm_start
+    from transformer_viz.models.config import preset
+    from transformer_viz.models.transformer import Transformer
+    from transformer_viz.text.tokenizer import train_tokenizer
+    from transformer_viz.training.translation import warm_start
 
     # A new vocabulary: the old words plus words the old tokenizer never saw whole.
     texts = [s for s, _ in synthetic_pairs(300)] + ["zebra zebra giraffe ."] * 50

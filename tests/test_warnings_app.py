@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from transformer_viz.checks import build_language_stats, save_language_stats
+from transformer_viz.text.language_stats import build_language_stats, save_language_stats
 from transformer_viz.engine import run_sentence
 
 from tests.conftest import synthetic_pairs
@@ -99,7 +99,7 @@ def test_a_fragment_and_removed_characters_are_told_in_plain_words_on_every_page
     notes = [i.value for i in at.info] + [w.value for w in at.warning]
     assert any("variation mark" in n and "U\\+FE0F" in n for n in notes), notes
     assert any("fragment" in n for n in notes)
-    at.switch_page("app_pages/encoder.py")
+    at.switch_page("transformer_viz/app/pages/encoder.py")
     rerun(at)
     order = [el.type for el in main_elements(at)]
     assert order[:3] == ["title", "info", "warning"], order  # what was removed, then the fragment

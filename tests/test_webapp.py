@@ -6,14 +6,14 @@ from __future__ import annotations
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from transformer_viz import webapp
+from transformer_viz.app import webapp
 
 from tests.support.apptest import open_page
 
 
 def test_a_page_without_a_selection_stops_before_its_title():
     def page():
-        from transformer_viz import webapp
+        from transformer_viz.app import webapp
 
         webapp.open_page("Encoder", None)  # as app.py does when no checkpoint could be offered
         webapp.page_header("never shown")
@@ -27,7 +27,7 @@ def test_a_page_without_a_selection_stops_before_its_title():
 
 def test_the_header_draws_the_title_and_the_intro_it_is_given():
     def page():
-        from transformer_viz import webapp
+        from transformer_viz.app import webapp
 
         webapp.open_page("Decoder", webapp.Selection("tiny", "ein mann .", 1, 2, "de", "en"))
         sel, run = webapp.page_header("What this page shows.", r"x = y", run=False)
@@ -74,7 +74,7 @@ def test_a_stale_label_as_choice_goes_back_to_0():
     def script():
         import streamlit as st
 
-        from transformer_viz import webapp
+        from transformer_viz.app import webapp
 
         for key, value in (("a", "row 2: 9 source tokens + 0 <pad>"), ("b", 5), ("c", -1), ("d", 1)):
             st.session_state.setdefault(key, value)
@@ -93,7 +93,7 @@ def test_loading_a_model_freezes_the_long_lived_objects_but_new_garbage_is_still
     webapp.get_run.clear()
     gc.unfreeze()
     assert gc.get_freeze_count() == 0
-    at = open_page(make_app(), "app_pages/shapes.py")  # loads the model: torch, plotly and the weights are alive now
+    at = open_page(make_app(), "transformer_viz/app/pages/shapes.py")  # loads the model: torch, plotly and the weights are alive now
     frozen = gc.get_freeze_count()
     assert frozen > 100_000, frozen  # so Streamlit's full collection after every run no longer walks them
     assert gc.get_count()[2] < frozen // 10
@@ -114,7 +114,7 @@ def test_loading_a_model_freezes_the_long_lived_objects_but_new_garbage_is_still
 def test_the_open_step_travels_in_the_url_and_a_shared_link_reopens_it(make_app, open_step):
     from tests.support.apptest import charts, rerun
 
-    at = open_page(make_app(), "app_pages/decoder.py")
+    at = open_page(make_app(), "transformer_viz/app/pages/decoder.py")
     assert at.query_params["step"] == "1" and list(charts(at)) == ["decoder-masked-self-attention"]
     open_step(at, "decoder_step", 1)  # 2 · Cross-attention
     assert at.query_params["step"] == "2"
@@ -123,11 +123,11 @@ def test_the_open_step_travels_in_the_url_and_a_shared_link_reopens_it(make_app,
     other = make_app(link["s"])
     for k, v in link.items():
         other.query_params[k] = v
-    other.switch_page("app_pages/decoder.py")
+    other.switch_page("transformer_viz/app/pages/decoder.py")
     rerun(other)
     assert other.session_state["decoder_step"] == at.tabs[1].label
     assert set(charts(other)) == {"decoder-cross-grid", "decoder-cross-head"}
     assert other.query_params["step"] == "2"
     # a page without steps drops the parameter, so a link to it names no step
-    other.switch_page("app_pages/shapes.py")
+    other.switch_page("transformer_viz/app/pages/shapes.py")
     assert "step" not in rerun(other).query_params

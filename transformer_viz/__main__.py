@@ -1,3 +1,3 @@
-from .cli import main
+from transformer_viz.cli.main import main
 
 raise SystemExit(main())

@@ -18,7 +18,7 @@ def rerun(at: AppTest) -> AppTest:
 
 
 def open_page(at: AppTest, page: str) -> AppTest:
-    """``at`` after a first run on the default page, then on ``page`` (a file in app_pages/)."""
+    """``at`` after a first run on the default page, then on ``page`` (a file in transformer_viz/app/pages/)."""
     rerun(at)
     at.switch_page(page)
     return rerun(at)

@@ -17,7 +17,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from transformer_viz.navigation import DEFAULT_PAGE, PAGES
+from transformer_viz.app.navigation import DEFAULT_PAGE, PAGES
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = ROOT / ".venv" / "bin" / "python"

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from .blocks import FRAME_TOP, GAP, Diagram, stack
-from .common import ADD_NORM_FILL, DECODER_FILL, EMBEDDING_FILL, ENCODER_FILL, OUTPUT_FILL
+from transformer_viz.plots.blocks import FRAME_TOP, GAP, Diagram, stack
+from transformer_viz.plots.common import ADD_NORM_FILL, DECODER_FILL, EMBEDDING_FILL, ENCODER_FILL, OUTPUT_FILL
 
 # x from 0 to 100: each column's boxes, the frame around its layer, and its residual paths (on the outer
 # side, as in the paper: the encoder's on the left, the decoder's on the right, clear of the memory's path).

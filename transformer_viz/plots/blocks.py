@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import plotly.graph_objects as go
 
-from .common import INK, OUTLINE, make_figure
+from transformer_viz.plots.common import INK, OUTLINE, make_figure
 
 TEXT_SIZE = 14  # px, every label of a diagram
 TITLE_SIZE = 17

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import GREEN, SEQUENTIAL, make_figure
-from .vit import image_layout, image_trace, overlay_traces, upsample
+from transformer_viz.plots.common import GREEN, SEQUENTIAL, make_figure
+from transformer_viz.plots.vit import image_layout, image_trace, overlay_traces, upsample
 
 # One colour per query, the same in every figure of the page (qualitative, dark enough on white).
 QUERY_COLOURS = ("#e6550d", "#3182bd", "#31a354", "#756bb1", "#d6616b", "#8c6d31", "#17becf", "#e377c2",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import DIVERGING, base_layout, heatmap, heatmap_traces, make_figure, token_labels
-from .embeddings import cosine_similarity_matrix, thin_dimension_ticks
+from transformer_viz.plots.common import DIVERGING, base_layout, heatmap, heatmap_traces, make_figure, token_labels
+from transformer_viz.plots.embeddings import cosine_similarity_matrix, thin_dimension_ticks
 
 
 def pe_formula(positions, dim: int, d_model: int, base: float = 10000.0) -> np.ndarray:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import BLUE, GREEN, GUIDE, INK, LIGHT_BLUE, ORANGE, make_figure
+from transformer_viz.plots.common import BLUE, GREEN, GUIDE, INK, LIGHT_BLUE, ORANGE, make_figure
 
-from ..schedule import learning_rate
+from transformer_viz.training.schedule import learning_rate
 
 
 def history_figure(history: list[dict], title: str | None = None) -> go.Figure:

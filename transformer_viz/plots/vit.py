@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import BLUE, DIVERGING, GREEN, ORANGE, make_figure
+from transformer_viz.plots.common import BLUE, DIVERGING, GREEN, ORANGE, make_figure
 
 GREYS = [[0.0, "#ffffff"], [1.0, "#000000"]]  # ink on paper: 0 white, 1 black
 # The attention overlay: transparent at 0, a strong orange at the most-attended patch.

@@ -1,0 +1,146 @@
+"""Lecture: the whole lecture, one idea per step, on the current sentence; a presentation clicker drives it
+(→, PageDown, Space: next; ←, PageUp: previous). The steps are data (transformer_viz/lecture.py); this page
+renders any of them: its live text, its formula, its figure and a link to the page that shows it in full."""
+
+import streamlit as st
+
+from transformer_viz.app import lecture, sections, webapp
+from transformer_viz.app.navigation import PAGES
+
+STEP, JUMP, PROJECTOR, PRESET = "lecture_step", "lecture_jump", "lecture_projector", "lecture_preset"
+N = len(lecture.STEPS)
+
+# The clicker: its keys press the Next and Previous buttons, unless the reader is typing in a field.
+KEYS_JS = """<script>
+if (!window.__lectureKeys) {
+  window.__lectureKeys = true;
+  const typing = (el) => el && (el.isContentEditable || el.tagName === 'TEXTAREA' || (el.tagName === 'INPUT'
+    && !['checkbox', 'radio', 'button'].includes(el.type) && !(el.closest('.st-key-lecture_jump')
+    && el.getAttribute('aria-expanded') !== 'true')));  // the closed step list still obeys the clicker
+  window.addEventListener('keydown', (event) => {
+    if (event.altKey || event.ctrlKey || event.metaKey || typing(event.target)) return;
+    const next = ['ArrowRight', 'PageDown', ' '].includes(event.key);
+    if (!next && !['ArrowLeft', 'PageUp'].includes(event.key)) return;
+    const button = document.querySelector(next ? '.st-key-lecture_next button' : '.st-key-lecture_prev button');
+    if (!button) return;  // another page
+    event.preventDefault();  // no scrolling, no toggle of a focused switch, no second click of a focused button
+    event.stopPropagation();
+    if (!button.disabled) button.click();
+  }, true);
+}
+</script>"""
+# Projector mode: body text 24 px, less padding, the figure with the navigation inside 1280×720.
+PROJECTOR_CSS = """<style>
+[data-testid="stMainBlockContainer"] {padding: 3.4rem 1.5rem 1rem 1.5rem; max-width: 100%;}
+[data-testid="stMain"] {font-size: 24px;}
+[data-testid="stMain"] [data-testid="stMarkdownContainer"] p, [data-testid="stMain"] li,
+[data-testid="stMain"] button p, [data-testid="stMain"] a p {font-size: 24px;}
+[data-testid="stMain"] h1 {font-size: 2rem; padding: 0.25rem 0;}
+[data-testid="stMain"] [data-testid="stSelectbox"] input {font-size: 22px;}
+[data-testid="stMain"] .katex {font-size: 1.25em;}
+[data-testid="stMain"] .katex-display {overflow-x: auto; overflow-y: hidden;}
+</style>"""
+
+
+def move(delta: int) -> None:
+    st.session_state[STEP] = min(max(st.session_state[STEP] + delta, 1), N)
+
+
+def jump() -> None:
+    st.session_state[STEP] = st.session_state[JUMP]
+
+
+def use_preset(names: dict) -> None:
+    preset = st.session_state.get(PRESET)
+    if preset is not None:
+        st.session_state["checkpoint"] = names[preset.src_lang]
+        st.session_state["sentence"] = preset.sentence
+
+
+def navigation_row(step_no: int) -> bool:
+    """Title, Previous, the jump to any step (which says where we are), Next, and the projector toggle."""
+    title, prev, where, nxt, mode = st.columns([2, 0.7, 4, 0.7, 1.6], vertical_alignment="center")
+    title.title("Lecture")
+    prev.button("◀", key="lecture_prev", on_click=move, args=(-1,), disabled=step_no <= 1, width="stretch",
+                help="Previous step (← or PageUp)")
+    st.session_state[JUMP] = step_no
+    where.selectbox("Step", range(1, N + 1), key=JUMP, on_change=jump, label_visibility="collapsed",
+                    format_func=lambda n: f"{n} / {N} · {lecture.STEPS[n - 1].title}")
+    where.progress(step_no / N)
+    nxt.button("▶", key="lecture_next", on_click=move, args=(1,), disabled=step_no >= N, width="stretch",
+               help="Next step (→, PageDown or Space)")
+    return mode.toggle("Projector", key=PROJECTOR, help="Large text and figures for a lecture hall; kept in the link")
+
+
+def page_link(step: lecture.Step, sel: webapp.Selection) -> None:
+    page = next((p for p in PAGES if p.url_path == step.page), None)
+    if page is None:
+        st.caption("This idea has no page of its own in the app yet: the figure is drawn from the formulas.")
+        return
+    st.page_link(page.file, label=f"Full page: {page.title}", icon="↗",
+                 help="Opens it with this sentence, layer and head",
+                 query_params={"ckpt": sel.checkpoint, "s": sel.sentence, "layer": str(sel.layer),
+                               "head": str(sel.head)})
+
+
+def presets(sel: webapp.Selection, run) -> None:
+    """The lecture's own example sentences, in the direction they need; an honest line when one is shown."""
+    names = {}
+    for name in webapp.list_checkpoints():
+        names.setdefault(webapp.checkpoint_info(name)[1].get("src_lang"), name)
+    usable = [p for p in lecture.PRESETS if p.src_lang in names]
+    st.selectbox("The lecture's examples", [None] + usable, key=PRESET, on_change=use_preset, args=(names,),
+                 format_func=lambda p: "— pick one —" if p is None else f"{p.label}: {p.sentence}")
+    preset = lecture.preset_for(run.source_text)
+    if preset is not None and preset.src_lang == sel.src_lang:
+        tokenizer = webapp.get_checkpoint(sel.checkpoint).tokenizer
+        st.info(lecture.preset_verdict(preset, run, tokenizer.convert_ids_to_tokens))
+
+
+def speaker_notes(step: lecture.Step) -> None:
+    with st.expander("Speaker notes", expanded=False):
+        st.markdown(f"**Say:** {step.notes.say}\n\n**Ask the class:** {step.notes.ask}")
+        if step.notes.careful:
+            st.markdown(f"**Careful:** {step.notes.careful}")
+
+
+def show_step(step: lecture.Step, sel: webapp.Selection, run, projector: bool) -> None:
+    ckpt = webapp.get_checkpoint(sel.checkpoint)
+    ctx = lecture.Context(run, sel.layer, sel.head, ckpt.tokenizer.convert_ids_to_tokens, ckpt.metadata,
+                          st.session_state.get("lecture_what_if_position", 0) + 1)
+    words, picture = st.columns([2, 3] if projector else [1, 1])  # formulas fit the text column
+    with words:
+        st.subheader(step.title, anchor=False)
+        with st.container(key="lecture_text"):
+            st.markdown(webapp.escape_markdown(step.text(ctx)))
+        st.latex(step.formula)
+        page_link(step, sel)
+    with picture:
+        spec = lecture.FIGURES[step.figure](ctx)
+        fig = webapp.cached_figure(lecture.draw, spec.plot, projector, *spec.args, **spec.kwargs)
+        with st.container(key="lecture_figure"):
+            webapp.chart(fig, spec.data, f"lecture-{step.id}")
+    if step.id == "inference":
+        st.subheader("What if the model had chosen another word?", anchor=False)
+        sections.what_if(sel, run, "lecture_what_if")
+
+
+state = st.session_state
+sel = webapp.selection()
+if STEP not in state:  # the session's first look at the lecture: the link's step and mode
+    state[STEP] = lecture.step_number(webapp.link_step())
+    state[PROJECTOR] = st.query_params.get("projector") == "1"
+step_no = min(max(int(state[STEP]), 1), N)
+projector = navigation_row(step_no)
+st.html(KEYS_JS, unsafe_allow_javascript=True)
+if projector:
+    st.set_page_config(initial_sidebar_state="collapsed")
+    st.html(PROJECTOR_CSS)
+    st.query_params["projector"] = "1"
+else:
+    st.query_params.pop("projector", None)
+st.query_params["step"] = str(step_no)
+run = webapp.require_run(sel)
+show_step(lecture.STEPS[step_no - 1], sel, run, projector)
+presets(sel, run)
+speaker_notes(lecture.STEPS[step_no - 1])

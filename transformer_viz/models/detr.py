@@ -1,0 +1,202 @@
+"""Attention beyond text, part two: a toy Detection Transformer (Carion et al., 2020) that finds handwritten digits
+on a small canvas, written as plainly as ``model.py``, whose encoder and decoder layers it reuses.
+
+A small CNN turns the canvas into a grid of feature vectors; each grid cell is a token of the encoder, which
+mixes them with self-attention. The decoder starts from a fixed set of M learned *object queries*; each query
+looks at the image through cross-attention (queries from the decoder, keys and values from the encoder's
+output) and at the other queries through self-attention, and finally predicts one object: a class among the
+ten digits or "no object" (∅), and a box. There is no anchor, no non-maximum suppression and no causal mask:
+the queries are a set, and training pairs them one-to-one with the objects (Hungarian matching, boxes.py).
+
+    tokens = Conv(canvas) flattened + E_pos,  memory = Encoder(tokens),  y = Decoder(Q_obj, memory)
+    class_i = softmax(W_c y_i)  (11 classes, the last is ∅),   box_i = sigmoid(MLP(y_i)) = (cx, cy, w, h) ∈ [0, 1]⁴
+
+Simplifications of the paper, each for a 32 × 32 canvas on a CPU: the learned position embedding E_pos is
+added once to the tokens (the paper adds a sine encoding to the keys of every layer); the queries are the
+decoder's input (the paper starts from zeros and adds the queries to every layer's attention); Pre-LN layers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from transformer_viz.models.config import JsonConfig
+from transformer_viz.models.transformer import DecoderLayer, EncoderLayer
+from transformer_viz.core.trace import Trace
+
+ARCH = "detr"
+NO_OBJECT = "∅"
+CLASSES = tuple(str(d) for d in range(10)) + (NO_OBJECT,)
+
+
+@dataclass
+class DETRConfig(JsonConfig):
+    """Hyper-parameters of the toy DETR; the layer fields mean what they mean in ``ModelConfig``."""
+
+    canvas_size: int = 32  # canvases are canvas_size × canvas_size, one channel, values in [0, 1]
+    backbone_channels: int = 32  # channels of the CNN's first convolution (twice as many after it)
+    n_queries: int = 8  # M: object queries, so at most M objects per canvas
+    n_classes: int = 10  # digits; one more logit is "no object"
+    d_model: int = 64
+    d_ff: int = 128
+    h: int = 4
+    n_encoder_layers: int = 2
+    n_decoder_layers: int = 2
+    dropout: float = 0.0  # every canvas is new, so training never sees one twice: nothing to regularise
+    attn_dropout: float = 0.0
+    pre_ln: bool = True
+    layer_norm_eps: float = 1e-5
+    arch: str = ARCH
+
+    def __post_init__(self) -> None:
+        if self.arch != ARCH:
+            raise ValueError(f"arch must be {ARCH!r}, not {self.arch!r}")
+        if not isinstance(self.canvas_size, int) or self.canvas_size < 4 or self.canvas_size % 4 != 0:
+            raise ValueError(f"canvas_size ({self.canvas_size}) must be a multiple of 4 (the backbone's stride)")
+        if not isinstance(self.h, int) or self.h < 1 or self.d_model % self.h != 0:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by h ({self.h})")
+
+    @property
+    def grid(self) -> int:
+        """Feature-map cells per side: the backbone downsamples by 4."""
+        return self.canvas_size // 4
+
+    @property
+    def n_tokens(self) -> int:
+        return self.grid ** 2
+
+    @property
+    def name(self) -> str:
+        return f"DETR, {self.n_queries} queries, {self.grid}×{self.grid} feature map, d_model {self.d_model}"
+
+
+@dataclass
+class DETROutput:
+    """What one forward pass predicts; ``aux`` holds the same for the outputs of the earlier decoder layers
+    (trained too, as in the paper: every layer learns to predict)."""
+
+    class_logits: torch.Tensor  # (B, M, n_classes + 1)
+    boxes: torch.Tensor  # (B, M, 4): (cx, cy, w, h), fractions of the canvas side
+    aux: list[tuple[torch.Tensor, torch.Tensor]]
+
+
+class Backbone(nn.Module):
+    """canvas (B, H, W) -> feature map (B, d_model, H/4, W/4): four 3 × 3 convolutions, two of stride 2, and a
+    1 × 1 projection to d_model. The receptive field of one cell is 17 pixels, more than a digit."""
+
+    def __init__(self, channels: int, d_model: int) -> None:
+        super().__init__()
+        c1, c2 = channels, 2 * channels
+        self.convs = nn.ModuleList([nn.Conv2d(1, c1, 3, padding=1), nn.Conv2d(c1, c2, 3, stride=2, padding=1),
+                                    nn.Conv2d(c2, c2, 3, stride=2, padding=1), nn.Conv2d(c2, c2, 3, padding=1)])
+        self.project = nn.Conv2d(c2, d_model, 1)
+
+    def forward(self, canvas: torch.Tensor) -> torch.Tensor:
+        x = canvas[:, None]  # (B, 1, H, W)
+        for conv in self.convs:
+            x = F.relu(conv(x))
+        return self.project(x)  # (B, d_model, H/4, W/4)
+
+
+class BoxHead(nn.Module):
+    """y (…, d_model) -> box (…, 4) in [0, 1]: a three-layer perceptron, as in the paper."""
+
+    def __init__(self, d_model: int) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(d_model, d_model), nn.Linear(d_model, d_model), nn.Linear(d_model, 4)])
+
+    def forward(self, y: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers[:-1]:
+            y = F.relu(layer(y))
+        return torch.sigmoid(self.layers[-1](y))
+
+
+class DETR(nn.Module):
+    """``forward(canvas (B, H, W), trace)`` -> :class:`DETROutput`."""
+
+    def __init__(self, cfg: DETRConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.backbone = Backbone(cfg.backbone_channels, cfg.d_model)
+        self.pos_embed = nn.Parameter(torch.randn(cfg.n_tokens, cfg.d_model) * 0.02)  # E_pos
+        self.query_embed = nn.Parameter(torch.randn(cfg.n_queries, cfg.d_model))  # Q_obj, the object queries
+        self.encoder_layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
+        self.decoder_layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_decoder_layers))
+        # Pre-LN leaves the streams un-normalised after the last layer, so each needs one final LayerNorm.
+        self.encoder_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.pre_ln else nn.Identity()
+        self.decoder_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.pre_ln else nn.Identity()
+        self.class_head = nn.Linear(cfg.d_model, cfg.n_classes + 1)
+        self.box_head = BoxHead(cfg.d_model)
+
+    def encode(self, canvas: torch.Tensor, trace: Trace | None) -> torch.Tensor:
+        """canvas (B, H, W) -> memory (B, S, d_model), S = (H/4)·(W/4) feature-map cells, row by row."""
+        features = self.backbone(canvas)  # (B, d_model, g, g)
+        tokens = features.flatten(2).transpose(1, 2)  # (B, S, d_model)
+        x = tokens + self.pos_embed
+        if trace is not None:
+            trace.record("detr.canvas", canvas)
+            trace.record("detr.features", tokens)
+            trace.record("detr.positional", self.pos_embed)
+            trace.record("detr.tokens", x)
+        everything = torch.ones(x.shape[0], 1, 1, x.shape[1], dtype=torch.bool, device=x.device)  # (B, 1, 1, S)
+        for i, layer in enumerate(self.encoder_layers):
+            x = layer(x, everything, trace, f"encoder.{i}")
+        x = self.encoder_norm(x)
+        if trace is not None:
+            trace.record("encoder.out", x)
+        return x
+
+    def predict(self, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """decoder stream (B, M, d_model) -> class logits (B, M, n_classes + 1), boxes (B, M, 4)."""
+        y = self.decoder_norm(y)
+        return self.class_head(y), self.box_head(y)
+
+    def forward(self, canvas: torch.Tensor, trace: Trace | None = None) -> DETROutput:
+        memory = self.encode(canvas, trace)  # (B, S, d_model)
+        B, S, M = canvas.shape[0], memory.shape[1], self.cfg.n_queries
+        y = self.query_embed.expand(B, M, self.cfg.d_model)  # (B, M, d_model)
+        if trace is not None:
+            trace.record("detr.queries", self.query_embed)
+        # No mask anywhere: the queries are a set (no order to hide), and the canvas has no padding.
+        among_queries = torch.ones(B, 1, M, M, dtype=torch.bool, device=canvas.device)  # (B, 1, M, M)
+        to_memory = torch.ones(B, 1, 1, S, dtype=torch.bool, device=canvas.device)  # (B, 1, 1, S)
+        aux = []
+        for i, layer in enumerate(self.decoder_layers):
+            y = layer(y, memory, among_queries, to_memory, trace, f"decoder.{i}")
+            if i < len(self.decoder_layers) - 1 and self.training:
+                aux.append(self.predict(y))
+        class_logits, boxes = self.predict(y)
+        if trace is not None:
+            trace.record("decoder.out", self.decoder_norm(y))
+            trace.record("detr.class_logits", class_logits)
+            trace.record("detr.class_probs", torch.softmax(class_logits.float(), dim=-1))
+            trace.record("detr.boxes", boxes)
+        return DETROutput(class_logits, boxes, aux)
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+def trace_names() -> list[tuple[str, str, str]]:
+    """Every name the DETR's traced forward records, in order, with its shape and formula; ``encoder.{i}.*`` and
+    ``decoder.{i}.*`` stand for the names one layer records, as in the translation model."""
+    return [
+        ("detr.canvas", "(B, H, W)", "the input canvas, values in [0, 1]"),
+        ("detr.features", "(B, S, d_model)", "the CNN's feature map, S = (H/4)·(W/4) cells read row by row"),
+        ("detr.positional", "(S, d_model)", "E_pos, learned, one row per feature-map cell"),
+        ("detr.tokens", "(B, S, d_model)", "features + E_pos: the encoder's input"),
+        ("encoder.{i}.*", "as the encoder's, S cells", "one encoder layer (model.EncoderLayer, Pre-LN); no "
+         "padding, every cell sees every cell (`encoder.{i}.self_attn.weights` (B, h, S, S))"),
+        ("encoder.out", "(B, S, d_model)", "LayerNorm of the last layer's output: the memory"),
+        ("detr.queries", "(M, d_model)", "Q_obj, the M learned object queries: the decoder's input"),
+        ("decoder.{i}.*", "as the decoder's, T = M queries", "one decoder layer (model.DecoderLayer); no causal mask "
+         "(`decoder.{i}.self_attn.weights` (B, h, M, M), `decoder.{i}.cross_attn.weights` (B, h, M, S))"),
+        ("decoder.out", "(B, M, d_model)", "LayerNorm of the last decoder layer's output"),
+        ("detr.class_logits", "(B, M, n_classes+1)", "W_c decoder.out + b_c; the last class is ∅, no object"),
+        ("detr.class_probs", "(B, M, n_classes+1)", "softmax(class_logits)"),
+        ("detr.boxes", "(B, M, 4)", "sigmoid(MLP(decoder.out)): (cx, cy, w, h) as fractions of the canvas side"),
+    ]

@@ -1,0 +1,154 @@
+"""Attention beyond text: a Vision Transformer (Dosovitskiy et al., 2021) for 8 × 8 handwritten digits, written
+as plainly as ``model.py``, whose encoder layer it reuses.
+
+The image is cut into non-overlapping p × p patches; each patch, flattened to p·p pixel values, is a token:
+x_p^i E (a linear map to d_model). A learned [CLS] token is put in front, a learned position embedding is
+added to every token, and the N encoder layers of ``model.py`` (the same attention code, the same trace names
+``encoder.{i}.self_attn.weights`` …) mix them. The class is read from the [CLS] token's final state:
+
+    z_0 = [x_cls; x_p^1 E; …; x_p^P E] + E_pos,   z_l = EncoderLayer(z_{l−1}),   y = softmax(W LayerNorm(z_N^0))
+
+Patches of 2 × 2 pixels (the default) make P = 16 tokens on a 4 × 4 grid: enough for attention maps with
+something to show (4 × 4 pixel patches would leave only 4 tokens, a 2 × 2 map). The layers are Pre-LN, as
+in the ViT paper. No padding: every image has the same P + 1 tokens, so the mask lets every token see all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from transformer_viz.models.config import JsonConfig
+from transformer_viz.models.transformer import EncoderLayer
+from transformer_viz.core.trace import Trace
+
+ARCH = "vit"
+CLASSES = tuple(str(d) for d in range(10))
+
+
+@dataclass
+class ViTConfig(JsonConfig):
+    """Hyper-parameters of the Vision Transformer; ``arch`` tells a checkpoint's loader what to build.
+
+    The encoder fields (d_model, d_ff, h, N, dropout, attn_dropout, pre_ln, layer_norm_eps) mean what they
+    mean in :class:`~transformer_viz.config.ModelConfig`: ``model.EncoderLayer`` reads them from this config.
+    """
+
+    image_size: int = 8  # images are image_size × image_size, one channel, values in [0, 1]
+    patch_size: int = 2  # p: patches of p × p pixels, P = (image_size / p)² of them
+    n_classes: int = 10
+    d_model: int = 64
+    d_ff: int = 128
+    h: int = 4
+    N: int = 3
+    dropout: float = 0.1
+    attn_dropout: float = 0.0
+    pre_ln: bool = True
+    layer_norm_eps: float = 1e-5
+    arch: str = ARCH
+
+    def __post_init__(self) -> None:
+        if self.arch != ARCH:
+            raise ValueError(f"arch must be {ARCH!r}, not {self.arch!r}")
+        if not isinstance(self.patch_size, int) or not isinstance(self.image_size, int) or self.patch_size < 1 \
+                or self.image_size % self.patch_size != 0:
+            raise ValueError(f"patch_size ({self.patch_size}) must divide image_size ({self.image_size})")
+        if not isinstance(self.h, int) or self.h < 1 or self.d_model % self.h != 0:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by h ({self.h})")
+
+    @property
+    def grid(self) -> int:
+        """Patches per side."""
+        return self.image_size // self.patch_size
+
+    @property
+    def n_patches(self) -> int:
+        return self.grid ** 2
+
+    @property
+    def name(self) -> str:
+        return f"ViT, {self.patch_size}×{self.patch_size} patches, N {self.N}, d_model {self.d_model}"
+
+
+def patchify(images: torch.Tensor, p: int) -> torch.Tensor:
+    """images (B, H, W) -> patches (B, P, p·p), row by row over the patch grid, each patch row by row."""
+    B, H, W = images.shape
+    x = images.reshape(B, H // p, p, W // p, p)  # (B, gh, p, gw, p)
+    x = x.permute(0, 1, 3, 2, 4)  # (B, gh, gw, p, p)
+    return x.reshape(B, (H // p) * (W // p), p * p)  # (B, P, p·p)
+
+
+def unpatchify(patches: torch.Tensor, p: int) -> torch.Tensor:
+    """patches (B, P, p·p) -> images (B, H, W): the inverse of :func:`patchify` (square images)."""
+    B, P, _ = patches.shape
+    g = int(round(P ** 0.5))
+    x = patches.reshape(B, g, g, p, p)  # (B, gh, gw, p, p)
+    x = x.permute(0, 1, 3, 2, 4)  # (B, gh, p, gw, p)
+    return x.reshape(B, g * p, g * p)  # (B, H, W)
+
+
+class ViT(nn.Module):
+    """``forward(images (B, H, W), trace)`` -> logits (B, n_classes)."""
+
+    def __init__(self, cfg: ViTConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.patch_embed = nn.Linear(cfg.patch_size ** 2, cfg.d_model)  # E
+        self.cls_token = nn.Parameter(torch.randn(1, 1, cfg.d_model) * 0.02)  # x_cls
+        self.pos_embed = nn.Parameter(torch.randn(1, cfg.n_patches + 1, cfg.d_model) * 0.02)  # E_pos
+        self.embed_dropout = nn.Dropout(cfg.dropout)
+        self.encoder_layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.N))
+        self.encoder_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.pre_ln else nn.Identity()
+        self.head = nn.Linear(cfg.d_model, cfg.n_classes)
+
+    def embed(self, images: torch.Tensor, trace: Trace | None) -> torch.Tensor:
+        """images (B, H, W) -> tokens (B, P + 1, d_model): [CLS] then the embedded patches, plus positions."""
+        patches = patchify(images, self.cfg.patch_size)  # (B, P, p·p)
+        embedded = self.patch_embed(patches)  # (B, P, d_model)
+        B = images.shape[0]
+        cls = self.cls_token.expand(B, 1, self.cfg.d_model)  # (B, 1, d_model)
+        tokens = torch.cat([cls, embedded], dim=1) + self.pos_embed  # (B, P + 1, d_model)
+        if trace is not None:
+            trace.record("vit.patches", patches)
+            trace.record("vit.patch_embed", embedded)
+            trace.record("vit.positional", self.pos_embed[0])  # (P + 1, d_model)
+            trace.record("vit.tokens", tokens)
+        return self.embed_dropout(tokens)
+
+    def forward(self, images: torch.Tensor, trace: Trace | None = None) -> torch.Tensor:
+        x = self.embed(images, trace)  # (B, P + 1, d_model)
+        mask = torch.ones(x.shape[0], 1, 1, x.shape[1], dtype=torch.bool, device=x.device)  # (B, 1, 1, P + 1)
+        for i, layer in enumerate(self.encoder_layers):
+            x = layer(x, mask, trace, f"encoder.{i}")
+        x = self.encoder_norm(x)
+        cls = x[:, 0]  # (B, d_model)
+        logits = self.head(cls)  # (B, n_classes)
+        if trace is not None:
+            trace.record("encoder.out", x)
+            trace.record("vit.cls", cls)
+            trace.record("logits", logits)
+            trace.record("probs", torch.softmax(logits.float(), dim=-1))
+        return logits
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+def trace_names() -> list[tuple[str, str, str]]:
+    """Every name the ViT's traced forward records, in order, with its shape and formula; ``encoder.{i}.*`` stands
+    for all the names one encoder layer records, as in the translation encoder (self_attn.weights …)."""
+    return [
+        ("vit.patches", "(B, P, p·p)",
+         "the image cut into P = (H/p)² patches of p × p pixels, each read row by row"),
+        ("vit.patch_embed", "(B, P, d_model)", "x_p^i E + b: one linear map for every patch"),
+        ("vit.positional", "(P+1, d_model)", "E_pos, learned; row 0 is [CLS]'s"),
+        ("vit.tokens", "(B, P+1, d_model)", "z_0 = [x_cls; x_p^1 E; …; x_p^P E] + E_pos"),
+        ("encoder.{i}.*", "as the encoder's, S = P+1", "one encoder layer (model.EncoderLayer, Pre-LN); no "
+         "padding, so the mask lets every token see all (`encoder.{i}.self_attn.weights` (B, h, P+1, P+1))"),
+        ("encoder.out", "(B, P+1, d_model)", "LayerNorm(z_N)"),
+        ("vit.cls", "(B, d_model)", "the [CLS] token's final state, encoder.out[:, 0]"),
+        ("logits", "(B, n_classes)", "W vit.cls + b"),
+        ("probs", "(B, n_classes)", "softmax(logits) over the ten digits"),
+    ]

@@ -1,0 +1,181 @@
+"""Translation of many sentences in batches, and scoring with sacreBLEU and chrF."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from transformer_viz.text.decoding import translate_ids
+from transformer_viz.text.tokenizer import decode
+
+
+@dataclass
+class Scores:
+    bleu: float  # sacreBLEU: cased, detokenized input, 13a tokenization
+    chrf: float
+    bleu_lower_tok: float  # lowercased 13a-tokenized BLEU, closer to how tutorials report
+
+    def as_dict(self) -> dict:
+        return {"bleu": self.bleu, "chrf": self.chrf, "bleu_lower_tok": self.bleu_lower_tok}
+
+
+def score(hypotheses: list[str], references: list[str]) -> Scores:
+    import sacrebleu
+
+    return Scores(
+        bleu=sacrebleu.corpus_bleu(hypotheses, [references]).score,
+        chrf=sacrebleu.corpus_chrf(hypotheses, [references]).score,
+        bleu_lower_tok=sacrebleu.corpus_bleu(hypotheses, [references], lowercase=True).score,
+    )
+
+
+def has_repetition(ids: list[int], times: int = 4, longest_unit: int = 3) -> bool:
+    """True when some unit of 1 to ``longest_unit`` tokens occurs ``times`` times in a row
+    ("Comomomom": the unit "om"; "Hiiiii": "i"; "a dog a dog a dog a dog")."""
+    for unit in range(1, longest_unit + 1):
+        need = unit * times
+        for start in range(0, len(ids) - need + 1):
+            chunk = ids[start:start + unit]
+            if all(ids[start + k * unit:start + (k + 1) * unit] == chunk for k in range(1, times)):
+                return True
+    return False
+
+
+def repetition_rate(tokenizer, hypotheses: list[str], times: int = 4) -> float:
+    """Share of outputs in which a token, or a loop of up to three subwords, repeats ``times`` times in a
+    row, counted on the subwords of the model's own vocabulary."""
+    if not hypotheses:
+        return 0.0
+    ids = tokenizer(hypotheses, add_special_tokens=False)["input_ids"]
+    return sum(has_repetition(row, times) for row in ids) / len(hypotheses)
+
+
+@torch.no_grad()
+def translate_texts(model, tokenizer, texts: list[str], beam_size: int = 1, batch_tokens: int = 2000,
+                    alpha: float = 0.6, progress: bool = False, device=None, max_loop_repeats: int = 0,
+                    scoring: str = "gnmt", early_stopping: bool | str = False,
+                    suppress: tuple[int, ...] = ()) -> list[str]:
+    """Translate many sentences, batched by length; returns outputs in input order. ``scoring`` and
+    ``early_stopping``: which beam search (decoding.beam_search); ``suppress``: IDs never written."""
+    from transformer_viz.text.corpora import encode_pairs, make_batch, token_batches
+
+    device = device or next(model.parameters()).device
+    cfg = model.cfg
+    pairs = encode_pairs(tokenizer, [(t, "") for t in texts], cfg.max_len)  # (source IDs, no target)
+    outputs: list[str] = [""] * len(texts)
+    # Beam search multiplies every batch by the beam width; keep the work per batch about the same.
+    # token_batches counts padded source + target, here twice the padded source: so twice the budget.
+    source_tokens = max(1, batch_tokens // max(beam_size, 1))
+    batches = token_batches(pairs, 2 * source_tokens, shuffle=False)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(texts), desc=f"translating ({'greedy' if beam_size <= 1 else f'beam {beam_size}'})",
+                   unit="sent")
+    was_training = model.training
+    model.eval()
+    try:
+        for idx in batches:
+            batch = make_batch([pairs[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id).to(device)
+            kwargs = {"record": False, "max_loop_repeats": max_loop_repeats, "suppress": suppress}
+            if beam_size > 1:
+                kwargs.update(alpha=alpha, scoring=scoring, early_stopping=early_stopping)
+            result = translate_ids(model, batch.src, beam_size=beam_size, **kwargs)
+            for i, ids in zip(idx, result.tokens):
+                outputs[i] = decode(tokenizer, ids)
+            if bar:
+                bar.update(len(idx))
+    finally:
+        model.train(was_training)
+        if bar:
+            bar.close()
+    return outputs
+
+
+def record_scores(checkpoint_dir, report: dict) -> None:
+    """Add (or replace) one score row in the checkpoint's metadata.json and rewrite its model card."""
+    import json
+    from pathlib import Path
+
+    from transformer_viz.checkpoints.load import CARD, METADATA, load_config, model_card
+
+    directory = Path(checkpoint_dir)
+    meta = json.loads((directory / METADATA).read_text())
+    row = {k: report[k] for k in ("split", "decoding", "sentences", "bleu", "chrf", "bleu_lower_tok", "repetition_rate")
+           if k in report}
+    rows = [r for r in meta.get("scores", []) if (r.get("split"), r.get("decoding")) != (row["split"], row["decoding"])]
+    rows.append(row)
+    order = {"val": 0, "test_2016_flickr": 1, "test_2017_flickr": 2, "tatoeba_dev": 3, "tatoeba_test": 4}
+    meta["scores"] = sorted(rows, key=lambda r: (order.get(r["split"], 9), r["decoding"]))
+    (directory / METADATA).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+    (directory / CARD).write_text(model_card(load_config(directory), meta))
+
+
+def evaluate_split(ckpt, pairs: list[tuple[str, str]], split: str, beam_size: int, alpha: float,
+                   progress: bool = False, max_loop_repeats: int = 0) -> tuple[dict, list[str]]:
+    """Translate a split's sources and score them: the report row of a model card, and the hypotheses."""
+    from transformer_viz.text.decoding_defaults import GenerationDefaults
+
+    gen = ckpt.generation  # which beam search, and the tokens never written (an imported Marian model's)
+    hyps = translate_texts(ckpt.model, ckpt.tokenizer, [s for s, _ in pairs], beam_size=beam_size, alpha=alpha,
+                           progress=progress, max_loop_repeats=max_loop_repeats, scoring=gen.beam_scoring,
+                           early_stopping=gen.early_stopping, suppress=gen.suppress_ids)
+    result = score(hyps, [t for _, t in pairs])
+    decoding = GenerationDefaults(num_beams=beam_size, length_penalty=alpha,
+                                  max_loop_repeats=max_loop_repeats).describe()
+    return {"split": split, "sentences": len(pairs), "decoding": decoding, **result.as_dict(),
+            "repetition_rate": repetition_rate(ckpt.tokenizer, hyps)}, hyps
+
+
+def select_length_penalty(ckpt, sets: dict[str, list[tuple[str, str]]], beam_size: int, alphas: list[float],
+                          progress: bool = False, log=print, max_loop_repeats: int = 0) -> tuple[float, list[dict]]:
+    """The α whose beam search scores best on the validation sets (mean BLEU over them); every row measured."""
+    rows, best, best_alpha = [], float("-inf"), alphas[0]
+    for alpha in alphas:
+        reports = [evaluate_split(ckpt, pairs, split, beam_size, alpha, progress, max_loop_repeats)[0]
+                   for split, pairs in sets.items()]
+        mean = sum(r["bleu"] for r in reports) / len(reports)
+        log(f"α {alpha:g}: " + ", ".join(f"{r['split']} {r['bleu']:.2f}" for r in reports) + f" (mean {mean:.2f})")
+        rows += reports
+        if mean > best:
+            best, best_alpha = mean, alpha
+    return best_alpha, rows
+
+
+# --- BLEU by source length: the bottleneck, measured (Bahdanau et al., 2015, Figure 2) -------------------
+
+LENGTH_BUCKETS = ((1, 10), (11, 15), (16, 20), (21, 25), (26, None))  # source subword tokens, </s> not counted
+
+
+def bucket_label(low: int, high: int | None) -> str:
+    return f"≤ {high}" if low <= 1 else (f"> {low - 1}" if high is None else f"{low}–{high}")
+
+
+def bleu_by_length(tokenizer, pairs: list[tuple[str, str]], hypotheses: list[str],
+                   buckets=LENGTH_BUCKETS) -> list[dict]:
+    """sacreBLEU (corpus-level, within each bucket) of the hypotheses, with the sentences bucketed by the
+    number of subword tokens of their source (the tokens the models read, without </s>)."""
+    lengths = [len(ids) for ids in tokenizer([s for s, _ in pairs], add_special_tokens=False)["input_ids"]]
+    rows = []
+    for low, high in buckets:
+        chosen = [i for i, n in enumerate(lengths) if n >= low and (high is None or n <= high)]
+        bleu = score([hypotheses[i] for i in chosen], [pairs[i][1] for i in chosen]).bleu if chosen else None
+        rows.append({"bucket": bucket_label(low, high), "min_tokens": low, "max_tokens": high,
+                     "sentences": len(chosen), "bleu": bleu})
+    return rows
+
+
+def record_bleu_by_length(checkpoint_dir, entry: dict) -> None:
+    """Store one bucketed-BLEU result in metadata.json (key ``bleu_by_length``) and rewrite the model card."""
+    import json
+    from pathlib import Path
+
+    from transformer_viz.checkpoints.load import CARD, METADATA, load_config, model_card
+
+    directory = Path(checkpoint_dir)
+    meta = json.loads((directory / METADATA).read_text())
+    meta["bleu_by_length"] = entry
+    (directory / METADATA).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+    (directory / CARD).write_text(model_card(load_config(directory), meta))

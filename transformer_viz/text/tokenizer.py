@@ -1,0 +1,286 @@
+"""Subword tokenizer (joint German+English BPE) and the input rules shared by the CLI and the app."""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+SPECIAL_TOKENS = {"pad_token": "<pad>", "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
+# IDs fixed by training order (train_tokenizer checks them); ModelConfig's pad_id, bos_id, eos_id and unk_id
+# default to them.
+PAD, BOS, EOS, UNK = 0, 1, 2, 3
+
+# Characters removed before tokenizing, because they are invisible and can disguise text: control
+# characters (tab, newline and the other whitespace controls become a space), every format character
+# (category Cf: zero-width space/joiner, bidi embeddings, overrides, isolates and marks, soft hyphen,
+# tag characters, BOM, …), lone surrogates (they cannot even be encoded as UTF-8), non-characters,
+# variation selectors and the "filler" letters that render as nothing.
+_INVISIBLE_EXTRA = {
+    "\u034f",  # combining grapheme joiner
+    "\u115f", "\u1160", "\u3164", "\uffa0",  # Hangul fillers: letters that draw nothing
+}
+_ORDINARY_WHITESPACE = "\t\n\r"
+_CATEGORY_NAMES = {"Cc": "control character", "Cf": "format character", "Cs": "lone surrogate",
+                   "Cn": "non-character", "Mn": "variation selector"}
+
+
+def _invisible(ch: str) -> bool:
+    o = ord(ch)
+    category = unicodedata.category(ch)
+    if category in ("Cc", "Cf", "Cs"):
+        return True
+    if 0xFDD0 <= o <= 0xFDEF or (o & 0xFFFE) == 0xFFFE:  # non-characters, never meant for interchange
+        return True
+    return ch in _INVISIBLE_EXTRA or 0xFE00 <= o <= 0xFE0F or 0xE0100 <= o <= 0xE01EF  # variation selectors
+
+
+DEFAULT_MAX_CHARS = 1000
+
+# One tokenizer serves every session of the app. transformers reconfigures the shared Rust tokenizer
+# (truncation, padding, special-token handling) inside any call that asks for different settings, and
+# PyO3 then refuses a concurrent call with "RuntimeError: Already borrowed". Tokenizing a sentence
+# takes microseconds, so serialising our calls costs nothing measurable and rules that out.
+_TOKENIZER_LOCK = threading.Lock()
+
+
+def train_tokenizer(texts: Iterable[str], vocab_size: int = 8000, min_frequency: int = 2):
+    """Train a BPE vocabulary on the texts (both languages together) -> transformers fast tokenizer."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE(unk_token=SPECIAL_TOKENS["unk_token"]))
+    tok.normalizer = normalizers.NFKC()
+    # Metaspace marks word starts with ▁, so decoding restores spaces exactly (detokenized BLEU needs it);
+    # unlike byte-level BPE, a character never seen in training becomes the visible <unk>.
+    # Punctuation is split off too, so "Fahrrad." and "Fahrrad" share the subword "▁Fahrrad".
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Metaspace(), pre_tokenizers.Punctuation()])
+    tok.decoder = decoders.Metaspace()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=min_frequency,
+        special_tokens=[SPECIAL_TOKENS[k] for k in ("pad_token", "bos_token", "eos_token", "unk_token")],
+        show_progress=False,
+        # Characters typed in markup or special-token look-alikes ("<pad>") stay ordinary text, not <unk>.
+        initial_alphabet=list("<>/\\[]{}()#@&*+=%$^~|_"),
+    )
+    tok.train_from_iterator(texts, trainer=trainer)
+    return wrap(tok)
+
+
+def wrap(backend):
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, **SPECIAL_TOKENS)
+    protect_special_tokens(tokenizer)
+    return tokenizer
+
+
+def protect_special_tokens(tokenizer) -> None:
+    # Typed text such as "<pad>" must stay text: split it into ordinary subwords.
+    tokenizer.backend_tokenizer.encode_special_tokens = True
+    tokenizer.split_special_tokens = True
+    for token, expected in zip(("<pad>", "<s>", "</s>", "<unk>"), (PAD, BOS, EOS, UNK)):
+        if tokenizer.convert_tokens_to_ids(token) != expected:
+            raise ValueError(f"tokenizer has {token} at id {tokenizer.convert_tokens_to_ids(token)}, expected {expected}")
+
+
+def load_tokenizer(directory: str | Path):
+    """Load a tokenizer saved with ``save_pretrained``, reading only its tokenizer.json.
+
+    tokenizer.json is plain JSON parsed by the Rust ``tokenizers`` library: no code runs, nothing is
+    fetched from the network, and tokenizer_config.json (which could name other classes) is not read.
+    The result equals what ``PreTrainedTokenizerFast.from_pretrained`` gives for our own tokenizers.
+    """
+    from tokenizers import Tokenizer
+
+    path = Path(directory) / "tokenizer.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{Path(directory)} has no tokenizer.json")
+    return wrap(Tokenizer.from_file(str(path)))
+
+
+@dataclass
+class CleanText:
+    """The result of applying the input rules to user text."""
+
+    text: str
+    removed: list[str] = field(default_factory=list)  # descriptions of removed characters, e.g. "U+200B ZERO WIDTH SPACE"
+    truncated_chars: int = 0  # characters cut beyond the length cap
+    max_chars: int = 0  # the cap that was applied
+
+    @property
+    def empty(self) -> bool:
+        return not self.text.strip()
+
+    def messages(self) -> list[str]:
+        notes = []
+        if self.removed:
+            from transformer_viz.text.language_stats import removed_note  # plain words, with the code point for those who want it
+
+            notes.append(removed_note(self.removed))
+        if self.truncated_chars:
+            notes.append(f"The text is longer than {self.max_chars} characters: the last "
+                         f"{self.truncated_chars} character(s) were cut.")
+        return notes
+
+
+def _counted(items: list[str], limit: int, quote: bool = True) -> str:
+    """'a' (×3), 'b', … — unique items in order of appearance, with their counts."""
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item] = counts.get(item, 0) + 1
+    shown = [(repr(k) if quote else k) + (f" (×{n})" if n > 1 else "") for k, n in list(counts.items())[:limit]]
+    return ", ".join(shown) + (", …" if len(counts) > limit else "")
+
+
+_C0_NAMES = ("NUL SOH STX ETX EOT ENQ ACK BEL BS HT LF VT FF CR SO SI DLE DC1 DC2 DC3 DC4 NAK SYN ETB CAN EM SUB "
+             "ESC FS GS RS US").split()
+
+
+def _describe(ch: str) -> str:
+    o, category = ord(ch), unicodedata.category(ch)
+    name = unicodedata.name(ch, "") or _CATEGORY_NAMES.get(category, category)
+    if o < 0x20 or o == 0x7F:
+        name = f"{_C0_NAMES[o] if o < 0x20 else 'DEL'} ({name})"
+    return f"U+{o:04X} {name}"
+
+
+# Text beyond this many times the cap is not even looked at: a pasted megabyte costs nothing.
+_SCAN_FACTOR = 20
+
+
+def clean_text(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> CleanText:
+    """Remove control, zero-width and bidi characters, normalise (NFC) and collapse whitespace, cap the length."""
+    text = str(text)
+    scan = max_chars * _SCAN_FACTOR
+    unscanned = max(0, len(text) - scan)
+    removed: list[str] = []
+    kept: list[str] = []
+    for ch in text[:scan]:
+        if ch in _ORDINARY_WHITESPACE:
+            kept.append(" ")
+        elif _invisible(ch):
+            removed.append(_describe(ch))
+            if ch.isspace():  # vertical tab, form feed, NEL, …: still separate words
+                kept.append(" ")
+        else:
+            kept.append(ch)
+    # NFC only composes (e + U+0301 -> é): what is shown looks the same, and offsets line up with it.
+    cleaned = re.sub(r"\s+", " ", unicodedata.normalize("NFC", "".join(kept))).strip()
+    truncated = max(0, len(cleaned) - max_chars)
+    if truncated:
+        cleaned = cleaned[:max_chars].rstrip()
+    return CleanText(cleaned, removed, truncated + unscanned, max_chars)
+
+
+@dataclass
+class EncodedSource:
+    """Token IDs for the encoder (ending in </s>), with what the user should be told about them.
+
+    ``clean.text`` is the text the IDs stand for: when the token cap cuts the sentence, the part
+    that was not used is in ``dropped_text`` and no longer in ``clean.text``.
+    """
+
+    ids: list[int]
+    tokens: list[str]
+    clean: CleanText
+    truncated_tokens: int = 0
+    unknown: list[str] = field(default_factory=list)  # the piece of text behind each <unk> token
+    dropped_text: str = ""  # text after the token cap, not given to the model
+    unk_id: int = UNK  # the vocabulary's <unk> (an imported Marian vocabulary has its own IDs)
+
+    def messages(self) -> list[str]:
+        notes = self.clean.messages()
+        if self.truncated_tokens:
+            notes.append(f"The sentence was cut to {len(self.ids)} tokens, the model's maximum number of positions: "
+                         f"{self.truncated_tokens} token(s) ({len(self.dropped_text)} characters at the end) "
+                         f"were not used.")
+        if self.unknown:
+            notes.append(f"{self.ids.count(self.unk_id)} token(s) became <unk> because the vocabulary lacks these "
+                         f"characters: " + _counted(self.unknown, 8))
+        return notes
+
+
+class InputError(ValueError):
+    """User input that cannot be run (e.g. empty); the message is meant for the user."""
+
+
+def encode_source(tokenizer, text: str, max_tokens: int, max_chars: int = DEFAULT_MAX_CHARS) -> EncodedSource:
+    """Apply the input rules and tokenize: IDs end with </s>, at most ``max_tokens`` in all.
+
+    Typed "<pad>", "<s>", "</s>" or "<unk>" is ordinary text (see :func:`protect_special_tokens`);
+    the only special IDs in the result are the final </s> and an <unk> for each piece of text the
+    vocabulary lacks.
+    """
+    if max_tokens < 2:
+        raise ValueError(f"max_tokens must leave room for a token and </s>, got {max_tokens}")
+    clean = clean_text(text, max_chars)
+    if clean.empty:
+        if clean.truncated_chars:
+            raise InputError(f"Please type a sentence: the first {max_chars * _SCAN_FACTOR} characters of the text "
+                             "hold nothing visible, and the rest is beyond the length limit.")
+        raise InputError("Please type a sentence: the text is empty"
+                         + (" after removing invisible characters." if clean.removed else "."))
+    with _TOKENIZER_LOCK:
+        enc = tokenizer(clean.text, add_special_tokens=False, return_offsets_mapping=True)
+        pad, bos, eos, unk = special_ids(tokenizer)
+    ids, offsets = list(enc["input_ids"]), list(enc["offset_mapping"])
+    if not ids:
+        raise InputError("Please type a sentence: nothing in the text can be turned into tokens.")
+    # A vocabulary could in principle merge typed characters into a special token; never pass one on.
+    ids = [unk if i in (pad, bos, eos) else i for i in ids]
+    keep = max_tokens - 1  # room for </s>
+    truncated = max(0, len(ids) - keep)
+    dropped = ""
+    if truncated:
+        cut = offsets[keep][0]
+        dropped = clean.text[cut:]
+        clean = CleanText(clean.text[:cut].rstrip(), clean.removed, clean.truncated_chars, clean.max_chars)
+        ids, offsets = ids[:keep], offsets[:keep]
+    unknown = [clean.text[a:b] or "?" for i, (a, b) in _unique_spans(ids, offsets, unk) if i == unk]
+    ids = ids + [eos]
+    with _TOKENIZER_LOCK:
+        tokens = tokenizer.convert_ids_to_tokens(ids)
+    return EncodedSource(ids, tokens, clean, truncated, unknown, dropped, unk)
+
+
+def special_ids(tokenizer) -> tuple[int, int | None, int, int]:
+    """(<pad>, <s>, </s>, <unk>) IDs of a tokenizer: PAD, BOS, EOS, UNK for ours; an imported Marian
+    vocabulary has its own and no <s> (None; its decoder starts with <pad>)."""
+    return tokenizer.pad_token_id, tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.unk_token_id
+
+
+def _unique_spans(ids: list[int], offsets: list[tuple[int, int]], unk: int = UNK):
+    # NFKC can expand one character into several <unk> tokens with the same span: report it once.
+    last = None
+    for i, span in zip(ids, offsets):
+        span = tuple(span)
+        if i == unk and span == last:
+            continue
+        last = span if i == unk else None
+        yield i, span
+
+
+def output_ids(ids: Iterable[int], eos_id: int = EOS, pad_id: int = PAD) -> list[int]:
+    """What a decoder wrote: the IDs before the first </s>, without the <pad> that a finished row of a
+    batch, or a finished beam, goes on emitting."""
+    out = []
+    for i in ids:
+        i = int(i)
+        if i == eos_id:
+            break
+        if i != pad_id:
+            out.append(i)
+    return out
+
+
+def decode(tokenizer, ids: Iterable[int]) -> str:
+    """IDs -> text, stopping at </s> and dropping the special tokens."""
+    with _TOKENIZER_LOCK:
+        pad, bos, eos, _ = special_ids(tokenizer)
+    kept = [i for i in output_ids(ids, eos, pad) if i != bos]  # a <s> the model wrote is no text either
+    with _TOKENIZER_LOCK:
+        return tokenizer.decode(kept, skip_special_tokens=False).strip()
