@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from transformer_viz.text.tokenizer import BOS, EOS, PAD, UNK
+from transformer_viz.core.special_tokens import BOS, EOS, PAD, UNK
 
 
 class JsonConfig:

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from transformer_viz.models.config import JsonConfig
-from transformer_viz.text.tokenizer import BOS, EOS, PAD, UNK
+from transformer_viz.core.special_tokens import BOS, EOS, PAD, UNK
 from transformer_viz.core.trace import Trace
 
 ARCH = "rnn"

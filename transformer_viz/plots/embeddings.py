@@ -7,7 +7,7 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from transformer_viz.text.tokenizer import PAD
+from transformer_viz.core.special_tokens import PAD
 from transformer_viz.plots.common import (ALLOWED_COLOUR, MASKED_COLOUR, SEQUENTIAL, base_layout, heatmap, safe_label, token_labels, token_text)
 
 

@@ -9,10 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-SPECIAL_TOKENS = {"pad_token": "<pad>", "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
-# IDs fixed by training order (train_tokenizer checks them); ModelConfig's pad_id, bos_id, eos_id and unk_id
-# default to them.
-PAD, BOS, EOS, UNK = 0, 1, 2, 3
+from transformer_viz.core.special_tokens import BOS, EOS, PAD, SPECIAL_TOKENS, UNK, output_ids  # noqa: F401
 
 # Characters removed before tokenizing, because they are invisible and can disguise text: control
 # characters (tab, newline and the other whitespace controls become a space), every format character
@@ -262,19 +259,6 @@ def _unique_spans(ids: list[int], offsets: list[tuple[int, int]], unk: int = UNK
             continue
         last = span if i == unk else None
         yield i, span
-
-
-def output_ids(ids: Iterable[int], eos_id: int = EOS, pad_id: int = PAD) -> list[int]:
-    """What a decoder wrote: the IDs before the first </s>, without the <pad> that a finished row of a
-    batch, or a finished beam, goes on emitting."""
-    out = []
-    for i in ids:
-        i = int(i)
-        if i == eos_id:
-            break
-        if i != pad_id:
-            out.append(i)
-    return out
 
 
 def decode(tokenizer, ids: Iterable[int]) -> str:
