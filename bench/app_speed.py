@@ -101,11 +101,11 @@ def sentence_of_tokens(checkpoints: Path, name: str | None, n_tokens: int) -> tu
     """A sentence whose source has n_tokens tokens (with </s>) for the chosen checkpoint: (name, text, count)."""
     sys.path.insert(0, str(ROOT))
     os.environ[CHECKPOINTS_ENV] = str(checkpoints)
-    from transformer_viz.app import webapp
-    from transformer_viz.checkpoints.load import load_checkpoint
+    from transformer_viz.app import catalogue
+    from transformer_viz.checkpoints import load_checkpoint
     from transformer_viz.text.tokenizer import encode_source
 
-    available = webapp.list_checkpoints()  # the app's own discovery, so the name matches the sidebar's
+    available = catalogue.list_checkpoints()  # the app's own discovery, so the name matches the sidebar's
     if not available:
         raise SystemExit(f"no checkpoint in {checkpoints}")
     name = name or sorted(available)[0]

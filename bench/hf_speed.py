@@ -32,7 +32,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-from transformer_viz.checkpoints.load import load_checkpoint  # noqa: E402
+from transformer_viz.checkpoints import load_checkpoint  # noqa: E402
 from transformer_viz.text.corpora import encode_pairs, read_split  # noqa: E402
 from transformer_viz.text.decoding import beam_search, greedy_decode, max_output_length  # noqa: E402
 from transformer_viz.text.tokenizer import output_ids  # noqa: E402
@@ -109,7 +109,7 @@ def load_transformers(ckpt, out: Path):
     from transformers import MarianMTModel
     from transformers.utils import logging
 
-    from transformer_viz.checkpoints.marian import export_hf
+    from transformer_viz.interop.marian_export import export_hf
 
     logging.set_verbosity_error()  # not its per-call notes on max_length beside max_new_tokens
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer_viz.checkpoints.load import load_checkpoint, save_checkpoint
+from transformer_viz.checkpoints import load_checkpoint, save_checkpoint
 from transformer_viz.models.config import preset
 from transformer_viz.models.transformer import Transformer
 from transformer_viz.text.tokenizer import train_tokenizer
@@ -72,9 +72,9 @@ def checkpoint_dir(tmp_path_factory, tiny_model, tokenizer):
     """The tiny Transformer, and beside it two tiny recurrent models (without and with attention) for the RNN
     page, a tiny Vision Transformer and a tiny DETR (random weights) for their pages; the sidebar lists the
     Transformer only."""
-    from transformer_viz.vision.canvases import save_detr_checkpoint
+    from transformer_viz.training.detr import save_detr_checkpoint
     from transformer_viz.models.detr import DETR, DETRConfig
-    from transformer_viz.vision.digits import save_vit_checkpoint
+    from transformer_viz.training.vit import save_vit_checkpoint
     from transformer_viz.models.rnn import RNNSeq2Seq, preset as rnn_preset
     from transformer_viz.models.vit import ViT, ViTConfig
 

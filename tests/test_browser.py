@@ -227,6 +227,22 @@ def test_every_page_renders_without_errors(page, tmp_path):
     assert sum(charts.values()) > 0, f"no page drew a plotly chart: {charts}"
 
 
+def test_every_page_opens_at_its_own_address(page, app_url):
+    """A link to a page's address (http://host/<url_path>, as the navigation declares it) opens that page and
+    stays there, the default page's included: Streamlit serves the default page at the root URL, and without
+    the router's second entry for it /overview opened the Overview under a "Page not found" dialog."""
+    pages = app_pages()
+    default = next(info for info in pages if info["default"])
+    for path, title in [("", default["title"])] + [(info["url_path"], info["title"]) for info in pages]:
+        page.goto(f"{app_url}/{path}?s=" + urllib.parse.quote(FIRST_SENTENCE))
+        wait_for_run(page, 0, title=title)
+        assert page.locator('[data-testid="stMain"] h1').first.inner_text().strip() == title, path
+        assert page.get_by_text("Page not found").count() == 0, f"/{path}: a 'Page not found' dialog"
+        assert urllib.parse.urlparse(page.url).path == f"/{path}", (path, page.url)
+        assert_page_healthy(page, title)
+    assert page.dialogs == []
+
+
 def info_default(pages: list[dict], title: str) -> bool:
     return any(p["default"] and p["title"] == title for p in pages)
 

@@ -13,8 +13,8 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from transformer_viz.checkpoints.load import CheckpointError, load_checkpoint, save_checkpoint
-from transformer_viz.cli.main import main
+from transformer_viz.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
+from transformer_viz.cli import main
 
 
 def logits(model, src=(5, 9, 17, 23, 2), tgt=(1, 30, 41, 7)) -> torch.Tensor:
@@ -244,7 +244,7 @@ def test_other_damage(checkpoint_dir, tmp_path, tokenizer, capsys):
 
 
 def test_list_checkpoints_stays_inside_the_roots(checkpoint_dir, tmp_path, monkeypatch):
-    from transformer_viz.app import webapp
+    from transformer_viz.app import catalogue, loaders
 
     root, outside = tmp_path / "root", tmp_path / "outside"
     root.mkdir()
@@ -260,17 +260,17 @@ def test_list_checkpoints_stays_inside_the_roots(checkpoint_dir, tmp_path, monke
     (inner / "model.safetensors").unlink()
     (inner / "model.safetensors").symlink_to(outside / "secret" / "model.safetensors")  # a file pointing out
     (root / "no-config").mkdir()
-    monkeypatch.setenv(webapp.CHECKPOINTS_ENV, f"{root}{os.pathsep}{tmp_path / 'missing-root'}")
+    monkeypatch.setenv(catalogue.CHECKPOINTS_ENV, f"{root}{os.pathsep}{tmp_path / 'missing-root'}")
 
-    found = webapp.list_checkpoints()
+    found = catalogue.list_checkpoints()
     assert found == {"good": (root / "good").resolve(), "alias": (root / "good").resolve()}
     with pytest.raises(CheckpointError, match="unknown checkpoint"):
-        webapp.get_checkpoint("escape")
+        loaders.get_checkpoint("escape")
     with pytest.raises(CheckpointError, match="unknown checkpoint"):
-        webapp.get_checkpoint("../outside/secret")
+        loaders.get_checkpoint("../outside/secret")
     # a root that is itself a checkpoint directory
-    monkeypatch.setenv(webapp.CHECKPOINTS_ENV, str(root / "good"))
-    assert list(webapp.list_checkpoints()) == ["good"]
+    monkeypatch.setenv(catalogue.CHECKPOINTS_ENV, str(root / "good"))
+    assert list(catalogue.list_checkpoints()) == ["good"]
     # without the variable: only the project's checkpoints/
-    monkeypatch.delenv(webapp.CHECKPOINTS_ENV)
-    assert webapp.checkpoint_roots() == [webapp.PROJECT_ROOT / "checkpoints"]
+    monkeypatch.delenv(catalogue.CHECKPOINTS_ENV)
+    assert catalogue.checkpoint_roots() == [catalogue.PROJECT_ROOT / "checkpoints"]

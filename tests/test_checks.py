@@ -10,8 +10,10 @@ import shutil
 
 import pytest
 
+from transformer_viz.app.widgets import score_change
 from transformer_viz.text import language_stats as checks
-from transformer_viz.text.language_stats import (LanguageStats, build_language_stats, check_language, input_warnings, is_fragment, load_language_stats, removed_note, save_language_stats, score_change)
+from transformer_viz.text.language_stats import LanguageStats, build_language_stats, check_language, input_warnings, is_fragment, load_language_stats, save_language_stats
+from transformer_viz.text.tokenizer import removed_note
 
 from tests.conftest import synthetic_pairs
 
@@ -88,7 +90,7 @@ def test_statistics_round_trip_through_their_small_json_file(stats, tmp_path):
 
 
 def test_the_command_writes_the_statistics_into_a_checkpoint(checkpoint_dir, tmp_path, capsys):
-    from transformer_viz.cli.main import main
+    from transformer_viz.cli import main
 
     checkpoint = tmp_path / "ckpt"
     shutil.copytree(checkpoint_dir, checkpoint)

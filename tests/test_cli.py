@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from transformer_viz.cli.main import main
+from transformer_viz.cli import main
 from transformer_viz.engine import run_sentence
-from transformer_viz.core.trace import trace_names
+from transformer_viz.models.transformer import trace_names
 
 SENTENCE = "ein mann spielt im park ."
 

@@ -129,7 +129,7 @@ def test_beam_and_greedy_at_once(tiny_checkpoint):
 
 
 def test_torch_threads_setting(monkeypatch):
-    from transformer_viz.app import webapp
+    from transformer_viz.app import threads as webapp
 
     before = torch.get_num_threads()
     try:

@@ -11,7 +11,7 @@ import torch
 
 ctranslate2 = pytest.importorskip("ctranslate2")
 
-from transformer_viz.checkpoints.load import load_checkpoint  # noqa: E402
+from transformer_viz.checkpoints import load_checkpoint  # noqa: E402
 from transformer_viz.models.config import preset  # noqa: E402
 from transformer_viz.interop.ctranslate2 import CT2Translator  # noqa: E402
 from transformer_viz.text.decoding import greedy_decode, max_output_length  # noqa: E402

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer_viz.checkpoints.load import load_checkpoint
+from transformer_viz.checkpoints import load_checkpoint
 from transformer_viz.text.corpora import encode_pairs
 from transformer_viz.text.decoding import beam_search, greedy_decode
 from transformer_viz.models.transformer import DecoderState

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer_viz.checkpoints.load import CheckpointError, load_checkpoint
+from transformer_viz.checkpoints import CheckpointError, load_checkpoint
 from transformer_viz.text.decoding import beam_search, greedy_decode, max_output_length
 from transformer_viz.engine import run_sentence, traced_forward
-from transformer_viz.checkpoints.marian import export_hf, marian_positions, residual_permutation
+from transformer_viz.checkpoints.marian import marian_positions, residual_permutation
+from transformer_viz.interop.marian_export import export_hf
 from transformer_viz.text.tokenizer import decode, encode_source
 
 from tests.conftest import synthetic_pairs
@@ -184,11 +185,11 @@ def test_imported_trace_has_every_name_and_shape(imported, tiny_model, sentence_
 
 
 def test_the_app_lists_and_opens_a_marian_directory(marian_dir, monkeypatch):
-    from transformer_viz.app import webapp
+    from transformer_viz.app import about, catalogue
 
-    monkeypatch.setenv(webapp.CHECKPOINTS_ENV, str(marian_dir[0].parent))
-    assert list(webapp.list_checkpoints()) == [marian_dir[0].name]
-    cfg, metadata = webapp.checkpoint_info(marian_dir[0].name)
+    monkeypatch.setenv(catalogue.CHECKPOINTS_ENV, str(marian_dir[0].parent))
+    assert list(catalogue.list_checkpoints()) == [marian_dir[0].name]
+    cfg, metadata = about.checkpoint_info(marian_dir[0].name)
     assert cfg.logits_bias and metadata["tgt_lang"] == "en"
 
 
@@ -196,13 +197,13 @@ def test_the_app_lists_and_opens_a_marian_directory(marian_dir, monkeypatch):
 def test_every_page_and_step_runs_on_an_imported_marian_model(make_app, marian_dir, monkeypatch, every_step):
     """The sidebar's only model is the Marian directory; every page of the navigation, every step of each,
     draws without an error (the RNN and ViT pages load their own models, which this root does not have)."""
-    from transformer_viz.app import webapp
+    from transformer_viz.app import catalogue, loaders
     from transformer_viz.app.navigation import PAGES
 
     from tests.support.apptest import rerun
 
     at = make_app()
-    monkeypatch.setenv(webapp.CHECKPOINTS_ENV, str(marian_dir[0].parent))
+    monkeypatch.setenv(catalogue.CHECKPOINTS_ENV, str(marian_dir[0].parent))
     rerun(at)
     drawn = 0
     for page in PAGES:
@@ -211,7 +212,7 @@ def test_every_page_and_step_runs_on_an_imported_marian_model(make_app, marian_d
         assert [t.value for t in at.title] == [page.title], page.file
         if page.url_path not in ("rnn", "vit") and at.tabs:
             drawn += len(every_step(at, f"{page.url_path}_step"))
-    assert drawn > 30 and webapp.model_loaded(marian_dir[0].name)
+    assert drawn > 30 and loaders.model_loaded(marian_dir[0].name)
 
 
 def test_translate_and_trace_on_the_command_line_read_a_marian_directory(imported, marian_dir, capsys, monkeypatch):
@@ -323,7 +324,7 @@ def test_an_exported_directory_imports_back_with_the_same_logits(exported, tiny_
 def test_export_refuses_a_pre_ln_model(tiny_checkpoint, tmp_path):
     from dataclasses import replace
 
-    from transformer_viz.checkpoints.load import Checkpoint
+    from transformer_viz.checkpoints import Checkpoint
     from transformer_viz.models.transformer import Transformer
 
     cfg = replace(tiny_checkpoint.config, pre_ln=True)
@@ -334,7 +335,7 @@ def test_export_refuses_a_pre_ln_model(tiny_checkpoint, tmp_path):
 
 
 def test_export_hf_on_the_command_line(checkpoint_dir, tmp_path, capsys):
-    from transformer_viz.cli.main import main
+    from transformer_viz.cli import main
 
     assert main(["export-hf", "--checkpoint", str(checkpoint_dir), "--out", str(tmp_path / "hf")]) == 0
     assert (tmp_path / "hf" / "model.safetensors").is_file()

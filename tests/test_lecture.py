@@ -131,3 +131,15 @@ def test_the_rnn_figure_draws_long_sentences_with_an_ellipsis_and_one_context_ve
     assert names == ["h1", "h2", "h3", "h16", "h17", "c", "s1", "s2", "s3"]
     texts = [a.text for a in fig.layout.annotations]
     assert "…" in texts and "encoder: 17 source tokens" in texts and "&lt;/s&gt;" in texts
+
+
+def test_a_step_names_its_figure_builder_and_the_projector_style_draws_under_a_name_of_its_own():
+    from transformer_viz.plots.decoding import topk_figure
+
+    assert all(callable(step.figure) and callable(step.text) for step in lecture.STEPS)
+    projector = lecture.drawer(topk_figure, True)
+    assert lecture.drawer(topk_figure, False) is topk_figure and lecture.drawer(topk_figure, True) is projector
+    # The app's figure cache keys a figure by its function's name: the two styles must not share one.
+    names = {f"{f.__module__}.{f.__qualname__}" for f in (topk_figure, projector)}
+    assert len(names) == 2
+    assert projector(["▁a", "b"], [0.6, 0.4]).layout.height == lecture.PROJECTOR_HEIGHT

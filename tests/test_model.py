@@ -10,7 +10,9 @@ import torch
 from transformer_viz.models.config import ModelConfig, preset
 from transformer_viz.text.decoding import beam_search, greedy_decode
 from transformer_viz.models.transformer import Transformer, sinusoidal_positional_encoding
-from transformer_viz.core.trace import Trace, names_markdown, trace_names, transformerlens_hook
+from transformer_viz.core.trace import Trace
+from transformer_viz.models.trace_docs import names_markdown
+from transformer_viz.models.transformer import trace_names, transformerlens_hook
 
 
 def _shape(template: str, dims: dict) -> tuple[int, ...] | None:
@@ -57,7 +59,7 @@ def test_the_documentation_is_written_from_trace_names():
     from pathlib import Path
 
     doc = (Path(__file__).resolve().parent.parent / "docs" / "trace_names.md").read_text(encoding="utf-8")
-    assert doc == names_markdown(), "regenerate it: python -m transformer_viz.trace > docs/trace_names.md"
+    assert doc == names_markdown(), "regenerate it: python -m transformer_viz.models.trace_docs > docs/trace_names.md"
     for name, shape, _ in trace_names(1):
         assert f"| `{name.replace('.0.', '.{i}.')}` | {shape} |" in doc, name
 

@@ -60,7 +60,7 @@ def test_decoding_next_and_previous(open_app, tiny_checkpoint, open_step):
 
 
 def test_beam_equal_to_greedy_shows_a_neutral_same_not_a_red_minus_zero(open_app, open_step, monkeypatch):
-    from transformer_viz.app import webapp
+    from transformer_viz.app import loaders as webapp
 
     at = open_step(open_app("transformer_viz/app/pages/decoding.py"), "decoding_step", 1)
     greedy, beam = at.metric[0], at.metric[1]

@@ -15,7 +15,7 @@ def test_overview_shows_translation_and_architecture(open_app, tokenizer):
 
 
 def test_first_visit_draws_the_architecture_before_the_model_loads(make_app, monkeypatch):
-    from transformer_viz.app import webapp
+    from transformer_viz.app import loaders as webapp
 
     monkeypatch.setattr(webapp, "_LOADED", set())  # as on a fresh server: nothing loaded, nothing cached
     webapp.get_checkpoint.clear()
@@ -31,7 +31,7 @@ def test_first_visit_draws_the_architecture_before_the_model_loads(make_app, mon
 
 def test_overview_translates_with_the_checkpoints_default_decoding_and_names_its_data(open_app, monkeypatch,
                                                                                        tiny_checkpoint):
-    from transformer_viz.app import webapp
+    from transformer_viz.app import about as webapp
     from transformer_viz.engine import run_sentence
     from transformer_viz.text.decoding_defaults import GenerationDefaults
 
@@ -47,7 +47,7 @@ def test_overview_translates_with_the_checkpoints_default_decoding_and_names_its
 
 
 def test_the_training_data_line_names_every_corpus_of_the_card():
-    from transformer_viz.app.webapp import training_data_line
+    from transformer_viz.app.about import training_data_line
 
     card = {"data": {"Multi30k": "…", "Tatoeba": "…"}}
     assert training_data_line(card) == "Trained on picture captions (Multi30k) and everyday sentences (Tatoeba)."

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from transformer_viz.checkpoints.load import load_checkpoint, save_checkpoint
+from transformer_viz.checkpoints import load_checkpoint, save_checkpoint
 from transformer_viz.engine import run_sentence
 from transformer_viz.models.rnn import RNNSeq2Seq, preset
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from transformer_viz.models.config import preset
 from transformer_viz.models.transformer import Transformer
-from transformer_viz.core.trace import trace_names
+from transformer_viz.models.transformer import trace_names
 
 from tests.support.apptest import OTHER_SENTENCE, SENTENCE, change_sentence, chart, charts, latex
 

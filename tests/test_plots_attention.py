@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from transformer_viz.plots import attention as att
-from transformer_viz.plots.common import softmax
+from transformer_viz.text.analysis import softmax
 
 from tests.support.figures import z_of
 

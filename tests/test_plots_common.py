@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from transformer_viz.plots.common import (ALLOWED_COLOUR, MASKED_COLOUR, heatmap, heatmap_traces, log_softmax, make_figure, mask_figure, softmax)
+from transformer_viz.plots.common import ALLOWED_COLOUR, MASKED_COLOUR, heatmap, heatmap_traces, make_figure, mask_figure
+from transformer_viz.text.analysis import log_softmax, softmax
 
 from tests.support.figures import traces, z_of
 
@@ -111,3 +112,23 @@ def test_a_heatmap_that_writes_its_values_asks_for_cells_wide_enough_to_read_the
     assert min_width(heatmap(z, text_format="%{z:.2f}")) == int(10 * (7.5 * 5 + 10)) + 200  # "-0.12" in every cell
     assert min_width(heatmap(np.zeros((4, 16)), text_format="%{z:.2f}")) == 800  # not more than a 1280 px window has
     assert min_width(heatmap(z)) is None  # colours only: any width will do
+
+
+def test_importing_the_plots_leaves_plotly_as_it_was_and_each_figure_carries_the_template(monkeypatch):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import plotly.io as pio
+
+    from transformer_viz.plots.common import TEMPLATE, TEXT_COLOUR
+
+    # A fresh interpreter: in this one the plots were imported long ago.
+    check = ("import plotly.io as pio; before, names = pio.templates.default, set(pio.templates); "
+             "import transformer_viz.plots.common, transformer_viz.plots.layers; "
+             "assert pio.templates.default == before, pio.templates.default; assert set(pio.templates) == names")
+    subprocess.run([sys.executable, "-c", check], cwd=Path(__file__).resolve().parent.parent, check=True)
+    monkeypatch.setattr(pio.templates, "default", "plotly_dark")  # e.g. what Streamlit sets when imported
+    for fig in (make_figure([], {}), heatmap(np.zeros((2, 2))), mask_figure(np.eye(2, dtype=bool), [0, 1], [0, 1])):
+        assert fig.layout.template == TEMPLATE
+        assert fig.layout.template.layout.font.color == TEXT_COLOUR and fig.layout.template.layout.dragmode is False

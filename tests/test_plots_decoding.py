@@ -7,7 +7,9 @@ import numpy as np
 import torch
 
 from transformer_viz.text.decoding import beam_search
-from transformer_viz.plots.decoding import (PREDICTION_HEADERS, batch_row_labels, beam_backtrack, beam_hypothesis, beam_tree, beam_tree_figure, causal_mask_figure, compare_predictions, future_mass, key_mask_figure, mask_effect_text, prediction_table, topk_figure)
+from transformer_viz.plots.decoding import beam_backtrack, beam_tree, beam_tree_figure, causal_mask_figure, key_mask_figure, topk_figure
+from transformer_viz.text.analysis import (PREDICTION_HEADERS, batch_row_labels, beam_hypothesis, compare_predictions,
+                                          future_mass, mask_effect_text, prediction_table)
 from transformer_viz.text.tokenizer import EOS, PAD
 
 from tests.support.figures import traces

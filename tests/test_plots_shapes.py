@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from transformer_viz.plots import shapes as shp
-from transformer_viz.core.trace import trace_names
+from transformer_viz.models.transformer import trace_names
 
 from tests.support.figures import assert_readable_diagram
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from transformer_viz.plots.training import lr_curve, lr_schedule_figure
+from transformer_viz.app.lecture.figures import lr_curve
+from transformer_viz.plots.training import lr_schedule_figure
 from transformer_viz.training.schedule import learning_rate
 
 from tests.support.figures import traces

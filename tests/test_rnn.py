@@ -9,7 +9,7 @@ import shutil
 import pytest
 import torch
 
-from transformer_viz.checkpoints.load import CheckpointError, checkpoint_arch, load_checkpoint, save_checkpoint
+from transformer_viz.checkpoints import CheckpointError, checkpoint_arch, load_checkpoint, save_checkpoint
 from transformer_viz.text.decoding import beam_search, greedy_decode
 from transformer_viz.models.rnn import RNNSeq2Seq, preset, trace_names
 from transformer_viz.core.trace import Trace
@@ -225,7 +225,7 @@ def test_bad_rnn_checkpoints_are_refused(tmp_path, tokenizer):
 
 
 def test_cli_translate_and_trace(trained, capsys):
-    from transformer_viz.cli.main import main
+    from transformer_viz.cli import main
 
     root, _ = trained
     assert main(["translate", "--checkpoint", str(root / "ckpt"), "ein mann im park ."]) == 0
@@ -250,10 +250,10 @@ def test_the_time_budget_is_a_hard_limit(tmp_path, tokenizer):
 
 
 def test_the_sidebar_lists_transformers_and_the_rnn_page_its_own(checkpoint_dir, monkeypatch):
-    from transformer_viz.app import webapp
+    from transformer_viz.app import about, catalogue
 
     monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(checkpoint_dir.parent))
-    assert list(webapp.list_checkpoints()) == ["tiny"]
-    assert sorted(webapp.list_checkpoints("rnn")) == ["rnn-attn-de-en", "rnn-de-en"]
-    assert webapp.rnn_checkpoints("de", "en") == {"plain": "rnn-de-en", "attention": "rnn-attn-de-en"}
-    assert webapp.rnn_checkpoints("en", "de") == {}
+    assert list(catalogue.list_checkpoints()) == ["tiny"]
+    assert sorted(catalogue.list_checkpoints("rnn")) == ["rnn-attn-de-en", "rnn-de-en"]
+    assert about.rnn_checkpoints("de", "en") == {"plain": "rnn-de-en", "attention": "rnn-attn-de-en"}
+    assert about.rnn_checkpoints("en", "de") == {}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer_viz.checkpoints.load import load_checkpoint
+from transformer_viz.checkpoints import load_checkpoint
 from transformer_viz.text.evaluation import score, translate_texts
 
 ROOT = Path(__file__).resolve().parent.parent

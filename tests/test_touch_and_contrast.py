@@ -199,7 +199,7 @@ FIRST_FIGURE_TOP_JS = """() => {
 
 
 def test_on_a_projector_each_pages_main_figure_starts_on_the_first_screen(browser, app_url):  # noqa: F811
-    from tests.support.browser import transformer_viz/app/pages
+    from tests.support.browser import app_pages
 
     context, pg = new_page(browser, app_url, "", viewport={"width": 1280, "height": 720})
     try:

@@ -15,7 +15,8 @@ import torch
 from safetensors.torch import load_file
 
 from transformer_viz.text.corpora import DataError, make_batch, read_split, token_batches
-from transformer_viz.training.translation import TrainConfig, TrainState, learning_rate, rewarmup_factor, train
+from transformer_viz.training.translation import TrainConfig, learning_rate, rewarmup_factor, train
+from transformer_viz.training.common import TrainState
 
 from conftest import synthetic_pairs
 
@@ -129,7 +130,7 @@ def test_a_warm_start_carries_weights_and_embeddings_across_vocabularies(tmp_pat
     from transformer_viz.models.config import preset
     from transformer_viz.models.transformer import Transformer
     from transformer_viz.text.tokenizer import train_tokenizer
-    from transformer_viz.training.translation import warm_start
+    from transformer_viz.training.warm_start import warm_start
 
     # A new vocabulary: the old words plus words the old tokenizer never saw whole.
     texts = [s for s, _ in synthetic_pairs(300)] + ["zebra zebra giraffe ."] * 50

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from transformer_viz.checkpoints.load import CheckpointError, checkpoint_arch, load_checkpoint
+from transformer_viz.checkpoints import CheckpointError, checkpoint_arch, load_checkpoint
 from transformer_viz.models.config import preset
-from transformer_viz.vision.digits import ViTTrainConfig, load_split, save_vit_checkpoint, shift_images, train_vit
+from transformer_viz.vision.digits import load_split
+from transformer_viz.training.vit import ViTTrainConfig, save_vit_checkpoint, shift_images, train_vit
 from transformer_viz.plots.vit import (attention_overlay_figure, attention_rollout, class_probs_figure, patch_embeddings_figure, patch_grid_figure, upsample)
 from transformer_viz.models.transformer import Transformer
 from transformer_viz.core.trace import Trace
@@ -190,7 +191,7 @@ def test_figures():
 
 
 def test_train_vit_command_and_translation_commands_refuse_the_vit(tmp_path, capsys):
-    from transformer_viz.cli.main import main
+    from transformer_viz.cli import main
 
     out = tmp_path / "vit"
     assert main(["train-vit", "--out", str(out), "--epochs", "1", "--batch-size", "512", "--no-progress",

@@ -6,14 +6,14 @@ from __future__ import annotations
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from transformer_viz.app import webapp
+from transformer_viz.app import widgets as webapp
 
 from tests.support.apptest import open_page
 
 
 def test_a_page_without_a_selection_stops_before_its_title():
     def page():
-        from transformer_viz.app import webapp
+        from transformer_viz.app import frame as webapp
 
         webapp.open_page("Encoder", None)  # as app.py does when no checkpoint could be offered
         webapp.page_header("never shown")
@@ -27,7 +27,7 @@ def test_a_page_without_a_selection_stops_before_its_title():
 
 def test_the_header_draws_the_title_and_the_intro_it_is_given():
     def page():
-        from transformer_viz.app import webapp
+        from transformer_viz.app import frame as webapp
 
         webapp.open_page("Decoder", webapp.Selection("tiny", "ein mann .", 1, 2, "de", "en"))
         sel, run = webapp.page_header("What this page shows.", r"x = y", run=False)
@@ -74,7 +74,7 @@ def test_a_stale_label_as_choice_goes_back_to_0():
     def script():
         import streamlit as st
 
-        from transformer_viz.app import webapp
+        from transformer_viz.app import widgets as webapp
 
         for key, value in (("a", "row 2: 9 source tokens + 0 <pad>"), ("b", 5), ("c", -1), ("d", 1)):
             st.session_state.setdefault(key, value)
@@ -88,6 +88,8 @@ def test_a_stale_label_as_choice_goes_back_to_0():
 def test_loading_a_model_freezes_the_long_lived_objects_but_new_garbage_is_still_collected(make_app):
     import gc
     import weakref
+
+    from transformer_viz.app import loaders as webapp
 
     webapp.get_checkpoint.clear()
     webapp.get_run.clear()

@@ -1,3 +1,5 @@
-from transformer_viz.cli.main import main
+"""``python -m transformer_viz``: the command line (transformer_viz.cli)."""
+
+from transformer_viz.cli import main
 
 raise SystemExit(main())

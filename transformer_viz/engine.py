@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from transformer_viz.checkpoints.load import Checkpoint
+from transformer_viz.checkpoints import Checkpoint
 from transformer_viz.models.config import ModelConfig, preset
 from transformer_viz.text.decoding import DecodeResult, max_output_length, translate_ids
 from transformer_viz.models.transformer import Transformer
@@ -221,7 +221,7 @@ def teacher_forcing_losses(logits: torch.Tensor, expected_ids: list[int], smooth
     Returns p (T,), the probability of each expected token; nll (T,) = −log p; ce = mean(nll); and
     smoothed, the label-smoothed loss that training minimises (target (1 − ε)·one-hot + ε/V).
     """
-    from transformer_viz.training.translation import label_smoothed_loss  # the training loss itself, not a copy of it
+    from transformer_viz.models.losses import label_smoothed_loss  # the training loss itself, not a copy of it
 
     logits = torch.as_tensor(logits, dtype=torch.float64)  # (T, V)
     target = torch.as_tensor(expected_ids, dtype=torch.long)  # (T,)

@@ -1,4 +1,5 @@
-"""The app's pages, in navigation order: the one list that app.py, the tests and the benchmarks read.
+"""The app's pages, in navigation order: the one list that the router (router.py), the tests and the
+benchmarks read.
 
 The order is the lecture's: after the overview, where the Transformer came from (recurrent
 encoder–decoders), then the inputs (tokens, embeddings, positions), attention (self-attention, its mask
@@ -44,4 +45,4 @@ PAGES: tuple[Page, ...] = (
     Page("transformer_viz/app/pages/detr.py", "Beyond text: a Detection Transformer", "detr"),
     Page("transformer_viz/app/pages/shapes.py", "Shapes", "shapes"),
 )
-DEFAULT_PAGE = next(p for p in PAGES if p.url_path == "overview")  # what the root URL opens
+DEFAULT_PAGE = next(p for p in PAGES if p.url_path == "overview")  # what the root URL opens (its url_path too)

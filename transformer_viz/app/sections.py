@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import streamlit as st
 
-from transformer_viz.app import webapp
+from transformer_viz.app import loaders, widgets
+from transformer_viz.app.sidebar import Selection
 from transformer_viz.plots.common import token_text
 from transformer_viz.plots.decoding import forced_comparison_figure
 from transformer_viz.plots.layers import (ffn_hidden_figure, gamma_beta_figure, layernorm_stats_figure, position_stats, relu_zero_fraction, zero_fraction_figure)
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from transformer_viz.engine import SentenceRun
 
 
-def add_and_norm(sel: webapp.Selection, run: SentenceRun, side: str, labels: list[str], norms: dict[str, str]) -> None:
+def add_and_norm(sel: Selection, run: SentenceRun, side: str, labels: list[str], norms: dict[str, str]) -> None:
     """One Add & Norm of the selected layer of the encoder or the decoder (``side``), chosen among ``norms``
     (trace name -> label): per-position mean and variance before and after LayerNorm, and its γ and β."""
     cfg, trace = run.config, run.trace
@@ -38,24 +39,24 @@ def add_and_norm(sel: webapp.Selection, run: SentenceRun, side: str, labels: lis
     st.latex(r"\mathrm{LayerNorm}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} + \beta"
              r"\qquad \text{position 0: } \mu = %.4f,\ \sigma^2 = %.4f,\ \varepsilon = 10^{%d}"
              % (mean_before[0], var_before[0], int(np.round(np.log10(cfg.layer_norm_eps)))))
-    fig = webapp.cached_figure(layernorm_stats_figure, mean_before, var_before, mean_after, var_after, labels,
-                               title=f"{norm}: per-position statistics over d_model = {cfg.d_model}")
-    webapp.chart(fig, {"position": labels, "mean before": mean_before, "variance before": var_before,
-                       "mean after": mean_after, "variance after": var_after}, f"{side}-layernorm")
+    fig = widgets.cached_figure(layernorm_stats_figure, mean_before, var_before, mean_after, var_after, labels,
+                                title=f"{norm}: per-position statistics over d_model = {cfg.d_model}")
+    widgets.chart(fig, {"position": labels, "mean before": mean_before, "variance before": var_before,
+                        "mean after": mean_after, "variance after": var_after}, f"{side}-layernorm")
     st.caption("Before γ and β, every position is normalised to mean 0 and variance 1; γ and β then rescale and "
                "shift each dimension. Whatever the scale of the residual stream, the next sublayer sees numbers "
                "of one size.")
 
-    model = webapp.get_checkpoint(sel.checkpoint).model
+    model = loaders.get_checkpoint(sel.checkpoint).model
     layers = model.encoder_layers if side == "encoder" else model.decoder_layers
     layer_norm = getattr(layers[sel.layer], which).norm
     gamma, beta = layer_norm.weight.detach().cpu().numpy(), layer_norm.bias.detach().cpu().numpy()
-    fig = webapp.cached_figure(gamma_beta_figure, gamma, beta, title=f"{norm}: learned γ and β (mean γ = "
-                                                                     f"{gamma.mean():.3f}, mean β = {beta.mean():.3f})")
-    webapp.chart(fig, {"dimension": np.arange(gamma.size), "gamma": gamma, "beta": beta}, f"{side}-gamma-beta")
+    fig = widgets.cached_figure(gamma_beta_figure, gamma, beta, title=f"{norm}: learned γ and β (mean γ = "
+                                                                      f"{gamma.mean():.3f}, mean β = {beta.mean():.3f})")
+    widgets.chart(fig, {"dimension": np.arange(gamma.size), "gamma": gamma, "beta": beta}, f"{side}-gamma-beta")
 
 
-def feed_forward(sel: webapp.Selection, run: SentenceRun, side: str, labels: list[str]) -> None:
+def feed_forward(sel: Selection, run: SentenceRun, side: str, labels: list[str]) -> None:
     """The selected layer's position-wise feed-forward network: its hidden ReLU activations (L, d_ff) and how
     many of them are exactly 0, per position and overall."""
     cfg, L = run.config, len(labels)
@@ -68,15 +69,15 @@ def feed_forward(sel: webapp.Selection, run: SentenceRun, side: str, labels: lis
     c1.metric("ReLU units at exactly 0", f"{overall:.1%}")
     c2.metric("zero units / all units", f"{int((hidden == 0).sum())} / {hidden.size}")
     c3.metric("largest activation", f"{hidden.max():.3f}")
-    fig = webapp.cached_figure(ffn_hidden_figure, hidden, labels, title=f"Layer {sel.layer}: hidden activations max(0, "
-                                                                        f"xW₁ + b₁), ({length}, d_ff) = ({L}, {cfg.d_ff})")
-    webapp.chart(fig, {labels[p]: hidden[p] for p in range(L)}, f"{side}-ffn-hidden")
-    fig = webapp.cached_figure(zero_fraction_figure, fraction, labels, overall, cfg.d_ff,
-                               title="Share of ReLU units that are exactly 0")
-    webapp.chart(fig, {"position": labels, "zero fraction": fraction,
-                       "zero units": np.rint(fraction * cfg.d_ff).astype(int)}, f"{side}-ffn-zeros",
-                 caption="ReLU sets every negative pre-activation to 0, so each position uses only part of the "
-                         "d_ff units: a sparse, position-specific code.")
+    fig = widgets.cached_figure(ffn_hidden_figure, hidden, labels, title=f"Layer {sel.layer}: hidden activations max(0, "
+                                                                         f"xW₁ + b₁), ({length}, d_ff) = ({L}, {cfg.d_ff})")
+    widgets.chart(fig, {labels[p]: hidden[p] for p in range(L)}, f"{side}-ffn-hidden")
+    fig = widgets.cached_figure(zero_fraction_figure, fraction, labels, overall, cfg.d_ff,
+                                title="Share of ReLU units that are exactly 0")
+    widgets.chart(fig, {"position": labels, "zero fraction": fraction,
+                        "zero units": np.rint(fraction * cfg.d_ff).astype(int)}, f"{side}-ffn-zeros",
+                  caption="ReLU sets every negative pre-activation to 0, so each position uses only part of the "
+                          "d_ff units: a sparse, position-specific code.")
 
 
 # --- what if the model had chosen another word? ---------------------------------------------------------
@@ -101,7 +102,7 @@ def format_forced(ids) -> str:
     return "-".join(str(int(i)) for i in ids)
 
 
-def forced_prefix(sel: webapp.Selection, vocab_size: int, never: tuple[int, ...] = (PAD, BOS)) -> tuple[int, ...]:
+def forced_prefix(sel: Selection, vocab_size: int, never: tuple[int, ...] = (PAD, BOS)) -> tuple[int, ...]:
     """The session's forced prefix for this sentence: from the URL on the session's first look, () once the
     sentence or the direction changes."""
     state = st.session_state
@@ -112,7 +113,7 @@ def forced_prefix(sel: webapp.Selection, vocab_size: int, never: tuple[int, ...]
     return ids if (checkpoint, sentence) == (sel.checkpoint, sel.sentence) else ()
 
 
-def _set_forced(sel: webapp.Selection, ids: tuple[int, ...]) -> None:
+def _set_forced(sel: Selection, ids: tuple[int, ...]) -> None:
     st.session_state[FORCED] = (sel.checkpoint, sel.sentence, ids)
 
 
@@ -122,20 +123,20 @@ def _written(run: SentenceRun, tokenizer) -> tuple[list[int], list[str], np.ndar
     return ids, tokenizer.convert_ids_to_tokens(ids), np.array([s.chosen_prob[0] for s in run.decoding.steps])
 
 
-def what_if(sel: webapp.Selection, run: SentenceRun, key: str) -> None:
+def what_if(sel: Selection, run: SentenceRun, key: str) -> None:
     """Force one of the top-k candidates at any position of the greedy translation; greedy decoding goes on
     from it. Both translations side by side, with the probability of every token written. The forced
     prefix is kept in the URL (``force=``)."""
-    tokenizer = webapp.get_checkpoint(sel.checkpoint).tokenizer
+    tokenizer = loaders.get_checkpoint(sel.checkpoint).tokenizer
     ids, tokens, probs = _written(run, tokenizer)
     forced = forced_prefix(sel, len(tokenizer), (run.config.pad_id, run.config.bos_id))
-    webapp.reset_stale_index(f"{key}_position", len(ids))
+    widgets.reset_stale_index(f"{key}_position", len(ids))
     where, which, act = st.columns([2, 3, 2], vertical_alignment="bottom")
     t = where.selectbox("Position", range(len(ids)), key=f"{key}_position",
                         format_func=lambda i: f"{i + 1}: {token_text(tokens[i])}")
     step = run.decoding.steps[t]
     candidates = tokenizer.convert_ids_to_tokens(step.top_ids[0])
-    webapp.reset_stale_index(f"{key}_candidate", len(candidates))
+    widgets.reset_stale_index(f"{key}_candidate", len(candidates))
     c = which.selectbox("Force this word instead", range(len(candidates)), key=f"{key}_candidate",
                         format_func=lambda i: f"{token_text(candidates[i])} (p = {step.top_probs[0][i]:.1%})")
     act.button("Force it", key=f"{key}_force", on_click=_set_forced,
@@ -146,15 +147,15 @@ def what_if(sel: webapp.Selection, run: SentenceRun, key: str) -> None:
     else:
         st.query_params.pop(FORCED_PARAM, None)
         return
-    other = webapp.get_forced_run(sel.checkpoint, sel.sentence, forced)
+    other = loaders.get_forced_run(sel.checkpoint, sel.sentence, forced)
     f_ids, f_tokens, f_probs = _written(other, tokenizer)
     fork = next((i for i, (a, b) in enumerate(zip(ids, f_ids)) if a != b), len(forced) - 1)
     left, right = st.columns(2)
     with left:
-        webapp.show_user_text("The model's own (greedy) translation", run.translation or "(empty)")
+        widgets.show_user_text("The model's own (greedy) translation", run.translation or "(empty)")
     with right:
-        webapp.show_user_text(f"With “{token_text(f_tokens[fork])}” forced at position {fork + 1}",
-                              other.translation or "(empty)")
+        widgets.show_user_text(f"With “{token_text(f_tokens[fork])}” forced at position {fork + 1}",
+                               other.translation or "(empty)")
     top = run.decoding.steps[fork]
     p_forced = dict(zip(top.top_ids[0], top.top_probs[0])).get(f_ids[fork], f_probs[fork])
     changed = sum(a != b for a, b in zip(ids[fork + 1:], f_ids[fork + 1:])) + abs(len(ids) - len(f_ids))
@@ -163,11 +164,11 @@ def what_if(sel: webapp.Selection, run: SentenceRun, key: str) -> None:
                 f"positions that follow hold another token; the tokens written after it had a mean probability of "
                 f"{f_probs[fork + 1:].mean() if len(f_probs) > fork + 1 else float('nan'):.1%} "
                 f"(the model's own: {probs[fork + 1:].mean() if len(probs) > fork + 1 else float('nan'):.1%}).")
-    fig = webapp.cached_figure(forced_comparison_figure, tokens, probs, f_tokens, f_probs, fork + 1,
-                               title="Probability of each token written: the model's own choice and the forced one")
-    webapp.chart(fig, {"position": list(range(1, max(len(ids), len(f_ids)) + 1)),
-                       "original": _padded(tokens, len(ids), len(f_ids)),
-                       "forced": _padded(f_tokens, len(f_ids), len(ids))}, f"{key}-forced")
+    fig = widgets.cached_figure(forced_comparison_figure, tokens, probs, f_tokens, f_probs, fork + 1,
+                                title="Probability of each token written: the model's own choice and the forced one")
+    widgets.chart(fig, {"position": list(range(1, max(len(ids), len(f_ids)) + 1)),
+                        "original": _padded(tokens, len(ids), len(f_ids)),
+                        "forced": _padded(f_tokens, len(f_ids), len(ids))}, f"{key}-forced")
 
 
 def _padded(values: list, n: int, other: int) -> list:

@@ -1,9 +1,11 @@
-"""Checkpoint directories: the file format, loading any model family through the registry, saving, cards.
+"""Checkpoint directories: the file format (format), loading any model family through the registry or a
+transformers Marian directory (load, marian), saving (save) and model cards (cards).
 
 The public names are re-exported here; import them from ``transformer_viz.checkpoints``.
 """
 
-from transformer_viz.checkpoints.load import (CARD, CONFIG, DTYPES, METADATA, TOKENIZER_DIR, WEIGHTS,  # noqa: F401
-                                              Checkpoint, CheckpointError, checkpoint_arch, load_checkpoint,
-                                              load_config, load_metadata, model_card, read_generation_defaults,
-                                              save_checkpoint, save_image_model, state_dict_for_saving)
+from transformer_viz.checkpoints.cards import model_card  # noqa: F401
+from transformer_viz.checkpoints.format import (CARD, CONFIG, DTYPES, METADATA, TOKENIZER_DIR, WEIGHTS,  # noqa: F401
+                                                Checkpoint, CheckpointError, checkpoint_arch, read_generation_defaults)
+from transformer_viz.checkpoints.load import load_checkpoint, load_config, load_metadata  # noqa: F401
+from transformer_viz.checkpoints.save import save_checkpoint, save_image_model, state_dict_for_saving  # noqa: F401

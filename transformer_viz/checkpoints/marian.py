@@ -1,4 +1,5 @@
-"""Hugging Face transformers' Marian models (``MarianMTModel``): export ours, import theirs.
+"""Hugging Face transformers' Marian models (``MarianMTModel``) as checkpoints: a Marian directory loads onto
+our Transformer (the export, the reverse mapping, is interop.marian_export).
 
 A Marian model is the same Post-LN encoder–decoder as ours, so the weights map one to one, with five
 differences that are handled exactly (equivalence-tested in tests/test_hf.py, logits within 1e-4):
@@ -28,18 +29,17 @@ models, which are protobuf data): a directory with only pytorch_model.bin is ref
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from transformer_viz.checkpoints.load import (METADATA, WEIGHTS, Checkpoint, CheckpointError, _read_weights, load_metadata, read_generation_defaults, validate_config)
+from transformer_viz.checkpoints.format import (METADATA, WEIGHTS, Checkpoint, CheckpointError, read_generation_defaults,
+                                                read_metadata, read_weights)
 from transformer_viz.models.config import ModelConfig
 from transformer_viz.text.decoding_defaults import read_json_object
 
 if TYPE_CHECKING:
     import torch
 
-    from transformer_viz.models.transformer import Transformer
 
 MARIAN_TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json", "tokenizer_config.json")
 ACTIVATION_NAMES = {"relu": "relu", "gelu": "gelu", "swish": "swish", "silu": "swish"}  # Marian's -> ours
@@ -60,7 +60,7 @@ def residual_permutation(d_model: int) -> torch.Tensor:
     return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)])
 
 
-def _module_pairs(N: int) -> list[tuple[str, str, str]]:
+def module_pairs(N: int) -> list[tuple[str, str, str]]:
     """(our module, Marian's module, how it touches the residual stream: "reads", "writes" or "norm")."""
     pairs = []
     for side, marian_side in (("encoder_layers", "model.encoder.layers"), ("decoder_layers", "model.decoder.layers")):
@@ -78,112 +78,11 @@ def _module_pairs(N: int) -> list[tuple[str, str, str]]:
     return pairs
 
 
-def _permuted(role: str, weight: torch.Tensor, bias: torch.Tensor, order: torch.Tensor) -> tuple:
+def permuted(role: str, weight: torch.Tensor, bias: torch.Tensor, order: torch.Tensor) -> tuple:
     """Reorder the residual-stream coordinates of one module's weight (out, in) and bias (out,)."""
     if role == "reads":  # the stream is the input: reorder the columns
         return weight[:, order], bias
     return weight[order], bias[order]  # the stream is the output (or LayerNorm's γ, β): reorder the rows
-
-
-# --- export ---------------------------------------------------------------------------------------------
-
-def _check_exportable(cfg) -> None:
-    if not isinstance(cfg, ModelConfig):
-        raise CheckpointError("only Transformer checkpoints can be exported to a Marian model, not "
-                              f"{type(cfg).__name__}")
-    problems = []
-    if cfg.pre_ln:
-        problems.append("pre_ln = true: Marian models are Post-LN (transformers' Marian code has no Pre-LN)")
-    if not cfg.tie_embeddings:
-        problems.append("tie_embeddings = false: the export writes one shared embedding matrix")
-    if cfg.pe_base != MARIAN_PE_BASE:
-        problems.append(f"pe_base = {cfg.pe_base:g}: Marian's sinusoidal table uses 10000")
-    if cfg.layer_norm_eps != MARIAN_LAYER_NORM_EPS:
-        problems.append(f"layer_norm_eps = {cfg.layer_norm_eps:g}: Marian's LayerNorm uses 1e-5")
-    if problems:
-        raise CheckpointError("cannot export to a Marian model: " + "; ".join(problems))
-
-
-def marian_config_kwargs(cfg: ModelConfig) -> dict:
-    """Our config as MarianConfig's arguments; the decoder starts with our <s>, never a forced </s>."""
-    return dict(vocab_size=cfg.vocab_size, decoder_vocab_size=cfg.vocab_size, d_model=cfg.d_model,
-                encoder_layers=cfg.N, decoder_layers=cfg.N, encoder_attention_heads=cfg.h,
-                decoder_attention_heads=cfg.h, encoder_ffn_dim=cfg.d_ff, decoder_ffn_dim=cfg.d_ff,
-                max_position_embeddings=cfg.max_len, activation_function=cfg.activation, dropout=cfg.dropout,
-                attention_dropout=cfg.attn_dropout, activation_dropout=0.0, scale_embedding=cfg.scale_embedding,
-                pad_token_id=cfg.pad_id, eos_token_id=cfg.eos_id, bos_token_id=cfg.bos_id,
-                decoder_start_token_id=cfg.bos_id, forced_eos_token_id=None,
-                share_encoder_decoder_embeddings=True, tie_word_embeddings=True)
-
-
-def marian_state_dict(model: Transformer) -> dict[str, torch.Tensor]:
-    """Our weights under MarianMTModel's names, the residual stream in Marian's order."""
-    import torch
-
-    cfg = model.cfg
-    ours = {k: v.detach().float().cpu() for k, v in model.state_dict().items()}
-    perm = residual_permutation(cfg.d_model)
-    shared = ours["src_embed.weight"][:, perm]  # (V, d_model)
-    out = {"model.shared.weight": shared, "model.encoder.embed_tokens.weight": shared,
-           "model.decoder.embed_tokens.weight": shared, "lm_head.weight": shared,
-           "final_logits_bias": (ours["logits_bias"] if cfg.logits_bias else torch.zeros(cfg.vocab_size))[None]}
-    for mine, theirs, role in _module_pairs(cfg.N):
-        weight, bias = _permuted(role, ours[f"{mine}.weight"], ours[f"{mine}.bias"], perm)
-        out[f"{theirs}.weight"], out[f"{theirs}.bias"] = weight.contiguous(), bias.contiguous()
-    return out
-
-
-def exported_tokenizer(tokenizer):
-    """Our tokenizer for transformers' users: the same BPE, whose ``tokenizer(text)`` ends the IDs with
-    </s> as our encoder input does (a post-processor; our engine encodes without special tokens)."""
-    from tokenizers import Tokenizer, processors
-
-    from transformer_viz.text.tokenizer import EOS, SPECIAL_TOKENS, wrap
-
-    backend = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
-    backend.post_processor = processors.TemplateProcessing(single=f"$A {SPECIAL_TOKENS['eos_token']}",
-                                                           special_tokens=[(SPECIAL_TOKENS["eos_token"], EOS)])
-    return wrap(backend)
-
-
-def export_hf(ckpt: Checkpoint, out: str | Path) -> Path:
-    """Write ``out`` as a transformers Marian directory: config.json (MarianConfig), model.safetensors,
-    generation_config.json (our decoding defaults; the beam is transformers' own, see decoding.beam_search_hf),
-    the tokenizer (tokenizer.json with tokenizer_config.json, for AutoTokenizer), and our metadata.json and
-    language_stats.json when the checkpoint has them."""
-    _check_exportable(ckpt.config)
-    from transformers import GenerationConfig, MarianConfig, MarianMTModel
-
-    cfg, out = ckpt.config, Path(out)
-    marian = MarianMTModel(MarianConfig(**marian_config_kwargs(cfg))).eval()
-    missing, unexpected = marian.load_state_dict(marian_state_dict(ckpt.model), strict=False)
-    # Marian builds its own sinusoidal tables (sines first), which is why the stream is permuted.
-    left = [k for k in missing if not k.endswith("embed_positions.weight")]
-    if left or unexpected:
-        raise CheckpointError(f"the Marian model does not match: missing {left}, unexpected {unexpected}")
-    out.mkdir(parents=True, exist_ok=True)
-    marian.save_pretrained(str(out))
-    gen = ckpt.generation
-    settings = dict(num_beams=gen.num_beams, length_penalty=gen.length_penalty,
-                    early_stopping=gen.early_stopping) if gen.num_beams > 1 else {}
-    if gen.suppress_ids:
-        settings["bad_words_ids"] = [[i] for i in gen.suppress_ids]
-    GenerationConfig(decoder_start_token_id=cfg.bos_id, bos_token_id=cfg.bos_id, eos_token_id=cfg.eos_id,
-                     pad_token_id=cfg.pad_id, max_length=cfg.max_len, **settings).save_pretrained(str(out))
-    if isinstance(ckpt.tokenizer, MarianSentencePieceTokenizer):  # an imported Marian model: its own files
-        for name in MARIAN_TOKENIZER_FILES:
-            if (Path(ckpt.path) / name).is_file():
-                shutil.copyfile(Path(ckpt.path) / name, out / name)
-    else:
-        exported_tokenizer(ckpt.tokenizer).save_pretrained(str(out))
-        # Typed "<pad>" or "</s>" stays text for transformers' users too, as in our engine (tokenizer.py).
-        config = read_json_object(out / "tokenizer_config.json")
-        config["split_special_tokens"] = True
-        (out / "tokenizer_config.json").write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n")
-    for name in (METADATA, "language_stats.json"):
-        if ckpt.path is not None and (Path(ckpt.path) / name).is_file():
-            shutil.copyfile(Path(ckpt.path) / name, out / name)
-    return out
 
 
 # --- import: the config (no torch) ------------------------------------------------------------------------
@@ -250,7 +149,7 @@ def marian_model_config(data: dict, directory: str | Path) -> ModelConfig:
                       activation=ACTIVATION_NAMES[data.get("activation_function", "gelu")],
                       scale_embedding=data.get("scale_embedding", False), logits_bias=True,
                       pad_id=data.get("pad_token_id"), bos_id=start, eos_id=data.get("eos_token_id"), unk_id=ids["unk"])
-    validate_config(cfg, fixed_ids=False)
+    cfg.validate(fixed_ids=False)
     return cfg
 
 
@@ -362,7 +261,7 @@ class MarianSentencePieceTokenizer:
 
 def load_hf_tokenizer(directory: str | Path):
     """A Marian directory's tokenizer: its SentencePiece files, or (a directory written by
-    :func:`export_hf`) our BPE's tokenizer.json."""
+    :func:`~transformer_viz.interop.marian_export.export_hf`) our BPE's tokenizer.json."""
     from transformer_viz.text.tokenizer import load_tokenizer
 
     directory = Path(directory)
@@ -406,7 +305,7 @@ def _expected_marian_tensors(cfg: ModelConfig) -> tuple[dict, set, set]:
         expected[name] = torch.empty(V, d, device="meta")
     for side in ("encoder", "decoder"):
         expected[f"model.{side}.embed_positions.weight"] = torch.empty(cfg.max_len, d, device="meta")
-    for _, theirs, role in _module_pairs(cfg.N):
+    for _, theirs, role in module_pairs(cfg.N):
         out_dim, in_dim = ((cfg.d_ff, d) if theirs.endswith("fc1") else (d, cfg.d_ff) if theirs.endswith("fc2")
                            else (d, d))
         if role == "norm":
@@ -458,8 +357,8 @@ def our_state_dict(tensors: dict[str, torch.Tensor], cfg: ModelConfig) -> dict[s
         ours["generator.weight"] = tensors["lm_head.weight"].float()[:, inverse]
     bias = tensors.get("final_logits_bias")
     ours["logits_bias"] = bias.float()[0] if bias is not None else torch.zeros(cfg.vocab_size)
-    for mine, theirs, role in _module_pairs(cfg.N):
-        weight, b = _permuted(role, tensors[f"{theirs}.weight"].float(), tensors[f"{theirs}.bias"].float(), inverse)
+    for mine, theirs, role in module_pairs(cfg.N):
+        weight, b = permuted(role, tensors[f"{theirs}.weight"].float(), tensors[f"{theirs}.bias"].float(), inverse)
         ours[f"{mine}.weight"], ours[f"{mine}.bias"] = weight.contiguous(), b.contiguous()
     return ours
 
@@ -471,7 +370,7 @@ def load_marian(path: Path, cfg: ModelConfig, device, dtype: str) -> Checkpoint:
     from transformer_viz.models.transformer import Transformer
 
     expected, embeddings, optional = _expected_marian_tensors(cfg)
-    tensors = _read_weights(path / WEIGHTS, expected, embeddings, optional)
+    tensors = read_weights(path / WEIGHTS, expected, embeddings, optional)
     _check_marian_extras(tensors, cfg, path / WEIGHTS)
     model = Transformer(cfg)
     model.load_state_dict(our_state_dict(tensors, cfg), strict=True)
@@ -480,7 +379,8 @@ def load_marian(path: Path, cfg: ModelConfig, device, dtype: str) -> Checkpoint:
     if len(tokenizer) != cfg.vocab_size:
         raise CheckpointError(f"tokenizer has {len(tokenizer)} tokens but the model's vocabulary is {cfg.vocab_size}")
     generation = read_generation_defaults(path, cfg.vocab_size, beam_scoring="hf")  # transformers' settings: its beam
-    return Checkpoint(model, tokenizer, cfg, load_metadata(path), path, generation)
+    metadata = read_metadata(path) if (path / METADATA).is_file() else marian_metadata(path)
+    return Checkpoint(model, tokenizer, cfg, metadata, path, generation)
 
 
 def marian_metadata(path: Path) -> dict:

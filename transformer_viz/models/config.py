@@ -2,34 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
+from transformer_viz.core.jsonconfig import JsonConfig, check_size, field_problems
 from transformer_viz.core.special_tokens import BOS, EOS, PAD, UNK
-
-
-class JsonConfig:
-    """A dataclass config as the JSON a checkpoint stores: unknown fields are refused, not dropped."""
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict):
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"unknown config fields: {sorted(unknown)}")
-        return cls(**data)
-
-    def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
-
-    @classmethod
-    def load(cls, path: str | Path):
-        return cls.from_dict(json.loads(Path(path).read_text()))
 
 
 ACTIVATIONS = ("relu", "gelu", "swish")  # what FeedForward implements (model.py)
@@ -77,6 +53,26 @@ class ModelConfig(JsonConfig):
     @property
     def d_k(self) -> int:
         return self.d_model // self.h
+
+    def validate(self, fixed_ids: bool = True) -> None:
+        """Types and ranges of every field, checked before anything is allocated. ``fixed_ids=False`` (an
+        imported Marian model): the special tokens may have any IDs in the vocabulary."""
+        limits = dict(LIMITS)
+        if not fixed_ids:
+            vocab = self.vocab_size if isinstance(self.vocab_size, int) else 0
+            limits.update({name: (0, vocab - 1) for name in ("pad_id", "bos_id", "eos_id", "unk_id")})
+        problems = field_problems(self, limits, ("dropout", "attn_dropout"), ("pe_base", "layer_norm_eps"),
+                                  ("pre_ln", "tie_embeddings", "scale_embedding", "logits_bias"))
+        if problems:  # the estimate needs numbers
+            check_size(problems, 0)
+        per_layer = 4 * self.d_model * self.d_model + 2 * self.d_model * self.d_ff
+        check_size(problems, 3 * self.N * per_layer + (1 if self.tie_embeddings else 3) * self.vocab_size * self.d_model)
+
+
+# Bounds on what a config.json may ask for (the paper's "big" model has d_model 1024, d_ff 4096, h 16, N 6).
+LIMITS = {"vocab_size": (5, 1_000_000), "d_model": (2, 8192), "d_ff": (1, 65536), "h": (1, 256),
+          "N": (1, 64), "max_len": (2, 65536), "pad_id": (PAD, PAD), "bos_id": (BOS, BOS),
+          "eos_id": (EOS, EOS), "unk_id": (UNK, UNK)}
 
 
 

@@ -24,11 +24,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_viz.models.config import JsonConfig
+from transformer_viz.core.jsonconfig import JsonConfig, check_size, field_problems
 from transformer_viz.models.transformer import DecoderLayer, EncoderLayer
 from transformer_viz.core.trace import Trace
 
 ARCH = "detr"
+LIMITS = {"canvas_size": (4, 1024), "backbone_channels": (1, 1024), "n_queries": (1, 1024),
+          "n_classes": (1, 100_000), "d_model": (2, 8192), "d_ff": (1, 65536), "h": (1, 256),
+          "n_encoder_layers": (1, 64), "n_decoder_layers": (1, 64)}  # what a config.json may ask for
 NO_OBJECT = "∅"
 CLASSES = tuple(str(d) for d in range(10)) + (NO_OBJECT,)
 
@@ -59,6 +62,14 @@ class DETRConfig(JsonConfig):
             raise ValueError(f"canvas_size ({self.canvas_size}) must be a multiple of 4 (the backbone's stride)")
         if not isinstance(self.h, int) or self.h < 1 or self.d_model % self.h != 0:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by h ({self.h})")
+
+    def validate(self) -> None:
+        """Types and ranges of every field, checked before anything is allocated (ValueError otherwise)."""
+        problems = field_problems(self, LIMITS, ("dropout", "attn_dropout"), ("layer_norm_eps",), ("pre_ln",))
+        if problems:  # the estimate needs numbers
+            check_size(problems, 0)
+        layers = self.n_encoder_layers + 2 * self.n_decoder_layers
+        check_size(problems, layers * (4 * self.d_model ** 2 + 2 * self.d_model * self.d_ff))
 
     @property
     def grid(self) -> int:

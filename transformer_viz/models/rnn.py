@@ -23,11 +23,13 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from transformer_viz.models.config import JsonConfig
+from transformer_viz.core.jsonconfig import JsonConfig, check_size, field_problems
 from transformer_viz.core.special_tokens import BOS, EOS, PAD, UNK
 from transformer_viz.core.trace import Trace
 
 ARCH = "rnn"
+LIMITS = {"vocab_size": (5, 1_000_000), "d_emb": (1, 8192), "d_hidden": (1, 8192), "max_len": (2, 65536),
+          "pad_id": (PAD, PAD), "bos_id": (BOS, BOS), "eos_id": (EOS, EOS), "unk_id": (UNK, UNK)}
 
 
 @dataclass
@@ -50,10 +52,18 @@ class RNNConfig(JsonConfig):
         if self.arch != ARCH:
             raise ValueError(f"arch must be {ARCH!r}, not {self.arch!r}")
 
+    def validate(self) -> None:
+        """Types and ranges of every field, checked before anything is allocated (ValueError otherwise)."""
+        problems = field_problems(self, LIMITS, ("dropout",), flags=("attention",))
+        if problems:  # the estimate needs numbers
+            check_size(problems, 0)
+        d_in, d_h = self.d_emb + self.d_hidden, self.d_hidden
+        check_size(problems, self.vocab_size * self.d_emb + 3 * (self.d_emb + d_h) * d_h + 3 * (d_in + d_h) * d_h
+                   + 3 * d_h * d_h)
+
     @property
     def name(self) -> str:
         return "GRU encoder–decoder" + (" with attention" if self.attention else "")
-
 
 
 @dataclass

@@ -20,11 +20,13 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from transformer_viz.models.config import JsonConfig
+from transformer_viz.core.jsonconfig import JsonConfig, check_size, field_problems
 from transformer_viz.models.transformer import EncoderLayer
 from transformer_viz.core.trace import Trace
 
 ARCH = "vit"
+LIMITS = {"image_size": (1, 1024), "patch_size": (1, 1024), "n_classes": (1, 100_000), "d_model": (2, 8192),
+          "d_ff": (1, 65536), "h": (1, 256), "N": (1, 64)}  # what a config.json may ask for
 CLASSES = tuple(str(d) for d in range(10))
 
 
@@ -57,6 +59,13 @@ class ViTConfig(JsonConfig):
             raise ValueError(f"patch_size ({self.patch_size}) must divide image_size ({self.image_size})")
         if not isinstance(self.h, int) or self.h < 1 or self.d_model % self.h != 0:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by h ({self.h})")
+
+    def validate(self) -> None:
+        """Types and ranges of every field, checked before anything is allocated (ValueError otherwise)."""
+        problems = field_problems(self, LIMITS, ("dropout", "attn_dropout"), ("layer_norm_eps",), ("pre_ln",))
+        if problems:  # the estimate needs numbers
+            check_size(problems, 0)
+        check_size(problems, self.N * (4 * self.d_model ** 2 + 2 * self.d_model * self.d_ff))
 
     @property
     def grid(self) -> int:

@@ -1,5 +1,6 @@
-"""What every figure shares: one palette, readable unique token labels, escaped text, one way to build a
-figure, one way to draw a heatmap whose masked cells are grey, and the softmax behind the numbers shown."""
+"""What every figure shares: one template and palette, readable unique token labels, escaped text, one way
+to build a figure, and one way to draw a heatmap whose masked cells are grey. Importing it changes nothing in
+plotly: each figure gets the template itself."""
 
 from __future__ import annotations
 
@@ -10,23 +11,21 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 
-# One template for every figure, set once: passing template= to every figure makes plotly re-validate the
-# whole template each time (~40 ms). plotly_white, with
+# One template for every figure (given to each in base_layout, never as plotly's global default, which
+# would restyle every other figure in the process). plotly_white, with
 # - dark text (#222 on white, contrast 15.9:1; WCAG AA asks ≥ 4.5:1): the app shows the figures with this
 #   template, not Streamlit's theme, whose light-grey chart labels a projector washes out;
 # - dragmode False: a one-finger swipe over a chart scrolls the page on a touch screen instead of zooming
 #   the chart. Zoom and pan stay one click away in the chart's toolbar; a tap still shows a cell's values.
 TEXT_COLOUR = "#222"
-_template = go.layout.Template(pio.templates["plotly_white"])
-_template.layout.dragmode = False
-_template.layout.font.color = TEXT_COLOUR
+TEMPLATE = go.layout.Template(pio.templates["plotly_white"])
+TEMPLATE.layout.dragmode = False
+TEMPLATE.layout.font.color = TEXT_COLOUR
 # Tick labels are turned only when they would overlap at the width the figure is drawn at (a figure does
 # not know it when built: a phone, a projector, a zoomed browser): by 60°, or 90° if that is not enough.
 # (At 45°, labels turned into parallel strips one font size high still touch unless their ticks are 1.4 em
 # apart; at 60°, 1.15 em.)
-_template.layout.xaxis.autotickangles = [0, -60, -90]
-pio.templates["transformer_viz"] = _template
-pio.templates.default = "transformer_viz"
+TEMPLATE.layout.xaxis.autotickangles = [0, -60, -90]
 
 # --- the palette ---------------------------------------------------------------------------------------
 DIVERGING = "RdBu_r"  # signed values (embeddings, scores, activations), centred on 0
@@ -110,7 +109,21 @@ def cell_text_width(trace) -> int | None:
     return min(800, int(columns * (7.5 * chars + 10)) + 200)
 
 
+def with_template(fig: go.Figure) -> go.Figure:
+    """``fig`` with TEMPLATE as its template."""
+    # Assigned unvalidated, as plotly assigns its default template: TEMPLATE was validated when built, and
+    # validating it again (template=... or update_layout) costs ~40 ms a figure.
+    layout = fig.layout
+    layout._validate = False
+    try:
+        layout.template = TEMPLATE
+    finally:
+        layout._validate = fig._validate
+    return fig
+
+
 def base_layout(fig: go.Figure, title: str | None = None, height: int | None = None) -> go.Figure:
+    with_template(fig)
     fig.update_layout(title=title, font=FONT, margin=dict(l=10, r=10, t=50 if title else 20, b=10))
     if height:
         fig.update_layout(height=height)
@@ -190,20 +203,6 @@ def mask_figure(allowed, x: list, y: list, title: str | None = None, height: int
     traces = heatmap_traces(values, list(x), list(y), allowed_name, showscale=False, colorscale=flat(ALLOWED_COLOUR))
     traces[-1]["hovertemplate"] = f"row %{{y}}<br>column %{{x}}<br>{allowed_name}<extra></extra>"
     return make_figure(traces, category_axes(list(x), x_title, y_title), title, height)
-
-
-# --- the numbers ---------------------------------------------------------------------------------------------
-
-def log_softmax(logits) -> np.ndarray:
-    """log softmax over the last axis, computed stably in float64."""
-    z = np.asarray(logits, dtype=np.float64)
-    z = z - z.max(axis=-1, keepdims=True)
-    return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
-
-
-def softmax(logits) -> np.ndarray:
-    """softmax over the last axis, in float64."""
-    return np.exp(log_softmax(logits))
 
 
 # --- projector style -------------------------------------------------------------------------------------

@@ -8,8 +8,6 @@ import plotly.graph_objects as go
 
 from transformer_viz.plots.common import BLUE, GREEN, GUIDE, INK, LIGHT_BLUE, ORANGE, make_figure
 
-from transformer_viz.training.schedule import learning_rate
-
 
 def history_figure(history: list[dict], title: str | None = None) -> go.Figure:
     """Training and validation loss per epoch (left panel) and validation BLEU (right panel)."""
@@ -33,15 +31,6 @@ def history_figure(history: list[dict], title: str | None = None) -> go.Figure:
               "yaxis2": {"title": {"text": "validation BLEU"}, "rangemode": "tozero", "anchor": "x2"},
               "legend": {"orientation": "h", "y": -0.25}}
     return make_figure(data, layout, title, 380)
-
-
-def lr_curve(d_model: int, warmup: int, factor: float, total_steps: int,
-             points: int = 400) -> tuple[np.ndarray, np.ndarray]:
-    """Steps (always including ``warmup`` itself, where the schedule peaks) and the learning rate there."""
-    total_steps = max(int(total_steps), int(warmup) + 1, 2)
-    steps = np.unique(np.concatenate([np.linspace(1, total_steps, points).round().astype(int), [int(warmup)]]))
-    steps = steps[steps >= 1]
-    return steps, np.array([learning_rate(int(s), d_model, warmup, factor) for s in steps])
 
 
 def lr_schedule_figure(steps, lrs, warmup: int, marker_step: int | None = None, marker_lr: float | None = None,

@@ -94,25 +94,6 @@ def translate_texts(model, tokenizer, texts: list[str], beam_size: int = 1, batc
     return outputs
 
 
-def record_scores(checkpoint_dir, report: dict) -> None:
-    """Add (or replace) one score row in the checkpoint's metadata.json and rewrite its model card."""
-    import json
-    from pathlib import Path
-
-    from transformer_viz.checkpoints.load import CARD, METADATA, load_config, model_card
-
-    directory = Path(checkpoint_dir)
-    meta = json.loads((directory / METADATA).read_text())
-    row = {k: report[k] for k in ("split", "decoding", "sentences", "bleu", "chrf", "bleu_lower_tok", "repetition_rate")
-           if k in report}
-    rows = [r for r in meta.get("scores", []) if (r.get("split"), r.get("decoding")) != (row["split"], row["decoding"])]
-    rows.append(row)
-    order = {"val": 0, "test_2016_flickr": 1, "test_2017_flickr": 2, "tatoeba_dev": 3, "tatoeba_test": 4}
-    meta["scores"] = sorted(rows, key=lambda r: (order.get(r["split"], 9), r["decoding"]))
-    (directory / METADATA).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
-    (directory / CARD).write_text(model_card(load_config(directory), meta))
-
-
 def evaluate_split(ckpt, pairs: list[tuple[str, str]], split: str, beam_size: int, alpha: float,
                    progress: bool = False, max_loop_repeats: int = 0) -> tuple[dict, list[str]]:
     """Translate a split's sources and score them: the report row of a model card, and the hypotheses."""
@@ -165,17 +146,3 @@ def bleu_by_length(tokenizer, pairs: list[tuple[str, str]], hypotheses: list[str
         rows.append({"bucket": bucket_label(low, high), "min_tokens": low, "max_tokens": high,
                      "sentences": len(chosen), "bleu": bleu})
     return rows
-
-
-def record_bleu_by_length(checkpoint_dir, entry: dict) -> None:
-    """Store one bucketed-BLEU result in metadata.json (key ``bleu_by_length``) and rewrite the model card."""
-    import json
-    from pathlib import Path
-
-    from transformer_viz.checkpoints.load import CARD, METADATA, load_config, model_card
-
-    directory = Path(checkpoint_dir)
-    meta = json.loads((directory / METADATA).read_text())
-    meta["bleu_by_length"] = entry
-    (directory / METADATA).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
-    (directory / CARD).write_text(model_card(load_config(directory), meta))

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
-import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
+
+from transformer_viz.text.tokenizer import encode_source
 
 LANGUAGE_STATS = "language_stats.json"
 LANGUAGE_NAMES = {"de": "German", "en": "English"}
@@ -182,43 +182,36 @@ def input_warnings(stats: LanguageStats | None, text: str, ids: list[int], src_l
     return notes
 
 
-# --- input notes in plain words -------------------------------------------------------------------------
-
-_PLAIN_NAMES = [
-    (re.compile(r"VARIATION SELECTOR"), "an emoji or text variation mark"),
-    (re.compile(r"ZERO WIDTH (NO-BREAK )?SPACE|BYTE ORDER MARK"), "an invisible space"),
-    (re.compile(r"ZERO WIDTH (NON-)?JOINER|WORD JOINER|GRAPHEME JOINER"), "an invisible joiner"),
-    (re.compile(r"SOFT HYPHEN"), "a hidden hyphenation point"),
-    (re.compile(r"(LEFT|RIGHT)-TO-(LEFT|RIGHT)|DIRECTIONAL|POP DIRECTIONAL"), "a text-direction mark"),
-    (re.compile(r"^TAG "), "an invisible tag character"),
-    (re.compile(r"control character"), "a control character"),
-]
+# --- the statistics from a checkpoint's training data, and how often the warnings fire --------------------
 
 
-def plain_character(description: str) -> str:
-    """'U+FE0F VARIATION SELECTOR-16' -> 'an emoji or text variation mark (U+FE0F VARIATION SELECTOR-16)'."""
-    name = description.split(" ", 1)[1] if " " in description else description
-    for pattern, plain in _PLAIN_NAMES:
-        if pattern.search(name):
-            return f"{plain} ({description})"
-    category = unicodedata.category(chr(int(description[2:].split()[0], 16))) if description.startswith("U+") else ""
-    return f"{'a control character' if category == 'Cc' else 'an invisible character'} ({description})"
+def trained_corpora(metadata: dict) -> list[str]:
+    """The training corpora a checkpoint's metadata.json names (cards of Multi30k-only models describe the
+    corpus in a "corpus" entry instead of naming it as a key)."""
+    return ["multi30k", "tatoeba"] if "Tatoeba" in metadata.get("data", {}) else ["multi30k"]
 
 
-def removed_note(removed: list[str]) -> str:
-    """'Removed 1 invisible character: an emoji or text variation mark (U+FE0F VARIATION SELECTOR-16).' for
-    the characters clean_text removed: what it was in plain words, the code point for those who want it."""
-    counts = Counter(removed)
-    parts = [plain_character(d) + (f" ×{n}" if n > 1 else "") for d, n in counts.items()]
-    shown = parts[:6] + (["…"] if len(parts) > 6 else [])
-    noun = "character" if len(removed) == 1 else "characters"
-    return f"Removed {len(removed)} invisible {noun}: {', '.join(shown)}."
+def stats_from_pairs(tokenizer, pairs: list[tuple[str, str]], languages: tuple[str, str],
+                     corpora: Iterable[str] = ()) -> LanguageStats:
+    """The statistics of training sentence pairs, ordered as ``languages``, read by the checkpoint's tokenizer."""
+    encoded = {lang: tokenizer([pair[i] for pair in pairs], add_special_tokens=False)["input_ids"]
+               for i, lang in enumerate(languages)}
+    return build_language_stats(encoded, corpora)
 
 
-def score_change(new: float, old: float, digits: int = 4) -> tuple[str, str]:
-    """(delta text, colour) for a metric comparing two log-probabilities shown with ``digits`` decimals:
-    equal as shown -> a neutral 'same', never a red '-0.0000'."""
-    difference = round(new - old, digits)
-    if difference == 0:
-        return "same", "off"
-    return f"{difference:+.{digits}f}", "normal"
+def warning_report(stats: LanguageStats, tokenizer, split: str, pairs: list[tuple[str, str]], src_lang: str,
+                   tgt_lang: str) -> list[dict]:
+    """How often each warning fires on a held-out split when either side is typed in as the source: one row
+    per side (the source side should rarely look like the other language, the target side nearly always)."""
+
+    rows = []
+    for side, lang in enumerate((src_lang, tgt_lang)):
+        flagged = {"other language": 0, "too long": 0, "fragment": 0}
+        for pair in pairs:
+            encoded_source = encode_source(tokenizer, pair[side], max_tokens=10_000)
+            flagged["other language"] += check_language(stats, encoded_source.ids, src_lang).looks_like is not None
+            flagged["too long"] += len(encoded_source.ids) > (stats.length_threshold(src_lang) or 10_000)
+            flagged["fragment"] += is_fragment(encoded_source.clean.text)
+        rows.append({"checkpoint": f"{src_lang}-{tgt_lang}", "split": split, "sentences_in": lang,
+                     "n": len(pairs), **{k: round(v / len(pairs), 4) for k, v in flagged.items()}})
+    return rows

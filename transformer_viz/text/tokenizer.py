@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -115,8 +116,6 @@ class CleanText:
     def messages(self) -> list[str]:
         notes = []
         if self.removed:
-            from transformer_viz.text.language_stats import removed_note  # plain words, with the code point for those who want it
-
             notes.append(removed_note(self.removed))
         if self.truncated_chars:
             notes.append(f"The text is longer than {self.max_chars} characters: the last "
@@ -268,3 +267,36 @@ def decode(tokenizer, ids: Iterable[int]) -> str:
     kept = [i for i in output_ids(ids, eos, pad) if i != bos]  # a <s> the model wrote is no text either
     with _TOKENIZER_LOCK:
         return tokenizer.decode(kept, skip_special_tokens=False).strip()
+
+
+# --- input notes in plain words -------------------------------------------------------------------------
+
+_PLAIN_NAMES = [
+    (re.compile(r"VARIATION SELECTOR"), "an emoji or text variation mark"),
+    (re.compile(r"ZERO WIDTH (NO-BREAK )?SPACE|BYTE ORDER MARK"), "an invisible space"),
+    (re.compile(r"ZERO WIDTH (NON-)?JOINER|WORD JOINER|GRAPHEME JOINER"), "an invisible joiner"),
+    (re.compile(r"SOFT HYPHEN"), "a hidden hyphenation point"),
+    (re.compile(r"(LEFT|RIGHT)-TO-(LEFT|RIGHT)|DIRECTIONAL|POP DIRECTIONAL"), "a text-direction mark"),
+    (re.compile(r"^TAG "), "an invisible tag character"),
+    (re.compile(r"control character"), "a control character"),
+]
+
+
+def plain_character(description: str) -> str:
+    """'U+FE0F VARIATION SELECTOR-16' -> 'an emoji or text variation mark (U+FE0F VARIATION SELECTOR-16)'."""
+    name = description.split(" ", 1)[1] if " " in description else description
+    for pattern, plain in _PLAIN_NAMES:
+        if pattern.search(name):
+            return f"{plain} ({description})"
+    category = unicodedata.category(chr(int(description[2:].split()[0], 16))) if description.startswith("U+") else ""
+    return f"{'a control character' if category == 'Cc' else 'an invisible character'} ({description})"
+
+
+def removed_note(removed: list[str]) -> str:
+    """'Removed 1 invisible character: an emoji or text variation mark (U+FE0F VARIATION SELECTOR-16).' for
+    the characters clean_text removed: what it was in plain words, the code point for those who want it."""
+    counts = Counter(removed)
+    parts = [plain_character(d) + (f" ×{n}" if n > 1 else "") for d, n in counts.items()]
+    shown = parts[:6] + (["…"] if len(parts) > 6 else [])
+    noun = "character" if len(removed) == 1 else "characters"
+    return f"Removed {len(removed)} invisible {noun}: {', '.join(shown)}."

@@ -23,10 +23,12 @@ from pathlib import Path
 
 import torch
 
-from transformer_viz.checkpoints.load import save_checkpoint, state_dict_for_saving
+from transformer_viz.checkpoints import save_checkpoint, state_dict_for_saving
 from transformer_viz.text.corpora import encode_pairs, make_batch, token_batches
 from transformer_viz.models.rnn import RNNSeq2Seq, preset
-from transformer_viz.training.translation import (TrainConfig, TrainState, _autocast, label_smoothed_loss, load_corpora, load_train_state, save_train_state, validation_bleu, validation_loss)
+from transformer_viz.training.translation import TrainConfig, load_corpora
+from transformer_viz.training.common import TrainState, autocast, load_train_state, save_train_state, validation_bleu, validation_loss
+from transformer_viz.models.losses import label_smoothed_loss
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TOKENIZER = "checkpoints/de-en/tokenizer"  # relative to the project root
@@ -114,7 +116,7 @@ def _train_epoch(model, optimizer, examples, batches: list[list[int]], tc: RNNTr
         if not may_go_on():
             break
         batch = make_batch([examples[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id)
-        with _autocast(torch.device("cpu"), tc.amp):
+        with autocast(torch.device("cpu"), tc.amp):
             logits = model(batch.src, batch.tgt_in)  # (B, T, V)
         loss = label_smoothed_loss(logits, batch.tgt_out, tc.label_smoothing, cfg.pad_id)
         optimizer.zero_grad(set_to_none=True)

@@ -10,7 +10,6 @@ several processes through ``torchrun`` (DistributedDataParallel) when launched t
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import random
@@ -19,13 +18,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
-from transformer_viz.checkpoints.load import save_checkpoint, state_dict_for_saving
+from transformer_viz.checkpoints import save_checkpoint, state_dict_for_saving
 from transformer_viz.models.config import ModelConfig, preset
 from transformer_viz.text.corpora import Batch, encode_pairs, make_batch, read_split, token_batches
 from transformer_viz.models.transformer import Transformer
 from transformer_viz.training.schedule import DEFAULT_WARMUP, learning_rate
+from transformer_viz.models.losses import label_smoothed_loss
+from transformer_viz.training.common import (Distributed, TrainState, attention_kernel, autocast, average_weights,
+                                             load_train_state, save_train_state, validation_bleu, validation_loss)
+from transformer_viz.training.warm_start import continue_from_checkpoint, warm_start
 
 
 @dataclass
@@ -57,149 +59,13 @@ class TrainConfig:
     length_penalty: float = 0.6
 
 
-def label_smoothed_loss(logits: torch.Tensor, target: torch.Tensor, smoothing: float, pad_id: int,
-                        reduction: str = "mean") -> torch.Tensor:
-    """Cross-entropy per real target token ("mean") or summed ("sum"), with label smoothing.
-    logits (B, T, V), target (B, T); <pad> targets do not count."""
-    return F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), target.reshape(-1),
-                           ignore_index=pad_id, label_smoothing=smoothing, reduction=reduction)
-
-
-class Distributed:
-    """Process group details when launched by torchrun; a single process otherwise."""
-
-    def __init__(self) -> None:
-        self.world = int(os.environ.get("WORLD_SIZE", "1"))
-        self.rank = int(os.environ.get("RANK", "0"))
-        self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-        self.enabled = self.world > 1
-        if self.enabled and not torch.distributed.is_initialized():
-            backend = "nccl" if torch.cuda.is_available() else "gloo"
-            torch.distributed.init_process_group(backend)
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-    def barrier(self) -> None:
-        if self.enabled:
-            torch.distributed.barrier()
-
-    def all_sum(self, *values: float) -> list[float]:
-        if not self.enabled:
-            return list(values)
-        t = torch.tensor(values, dtype=torch.float64)
-        torch.distributed.all_reduce(t)
-        return t.tolist()
-
-    def close(self) -> None:
-        if self.enabled and torch.distributed.is_initialized():
-            torch.distributed.destroy_process_group()
-
-
 # --- resumable state: safetensors for tensors, JSON for the rest -------------------------------------
-
-STATE_TENSORS, STATE_JSON = "train_state.safetensors", "train_state.json"
-
-
-def save_train_state(run_dir: Path, model: Transformer, optimizer: torch.optim.Optimizer, info: dict) -> None:
-    from safetensors.torch import save_file
-
-    tensors = {f"model.{k}": v for k, v in state_dict_for_saving(model).items()}
-    opt_state = optimizer.state_dict()
-    for idx, state in opt_state["state"].items():
-        for key, value in state.items():
-            tensors[f"opt.{idx}.{key}"] = value.detach().cpu().contiguous() if torch.is_tensor(value) \
-                else torch.tensor(value)
-    tensors["rng.torch"] = torch.get_rng_state()
-    tmp = run_dir / (STATE_TENSORS + ".tmp")
-    save_file(tensors, str(tmp))
-    (run_dir / (STATE_JSON + ".tmp")).write_text(json.dumps(info, indent=1))
-    # Rename last, so an interrupted save leaves the previous complete state in place.
-    os.replace(tmp, run_dir / STATE_TENSORS)
-    os.replace(run_dir / (STATE_JSON + ".tmp"), run_dir / STATE_JSON)
-
-
-def load_train_state(run_dir: Path, model: Transformer, optimizer: torch.optim.Optimizer) -> dict | None:
-    from safetensors.torch import load_file
-
-    if not (run_dir / STATE_TENSORS).is_file():
-        return None
-    tensors = load_file(str(run_dir / STATE_TENSORS))
-    model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")}, strict=False)
-    opt_state = optimizer.state_dict()
-    state: dict[int, dict] = {}
-    for key, value in tensors.items():
-        if key.startswith("opt."):
-            _, idx, name = key.split(".", 2)
-            state.setdefault(int(idx), {})[name] = value
-    opt_state["state"] = state
-    optimizer.load_state_dict(opt_state)
-    torch.set_rng_state(tensors["rng.torch"])
-    return json.loads((run_dir / STATE_JSON).read_text())
 
 
 # --- the loop ---------------------------------------------------------------------------------------
 
-def _autocast(device: torch.device, amp: str):
-    if amp == "bf16":
-        return torch.autocast(device.type, dtype=torch.bfloat16)
-    if amp == "auto" and device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.float16)
-    return torch.autocast(device.type, enabled=False)
-
-
-def _attention_kernel(device: torch.device):
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    # On the CPU, for sentence-length sequences, the plain math kernel trains up to twice as fast as the
-    # fused flash kernel (whose backward is slow in bfloat16); on CUDA let PyTorch choose.
-    if device.type == "cpu":
-        return sdpa_kernel([SDPBackend.MATH])
-    return contextlib.nullcontext()
-
-
-@torch.no_grad()
-def validation_loss(model: Transformer, batches: list[Batch], device, smoothing: float) -> float:
-    model.eval()
-    total, count = 0.0, 0
-    for batch in batches:
-        batch = batch.to(device)
-        logits = model(batch.src, batch.tgt_in)
-        total += label_smoothed_loss(logits, batch.tgt_out, smoothing, model.cfg.pad_id, reduction="sum").item()
-        count += batch.n_tokens
-    model.train()
-    return total / max(count, 1)
-
-
-def average_weights(paths: list[Path]) -> dict[str, torch.Tensor]:
-    from safetensors.torch import load_file
-
-    avg: dict[str, torch.Tensor] = {}
-    for path in paths:
-        for k, v in load_file(str(path)).items():
-            avg[k] = avg.get(k, 0) + v.double() / len(paths)
-    return {k: v.float() for k, v in avg.items()}
-
 
 # --- the parts of a run -----------------------------------------------------------------------------
-
-@dataclass
-class TrainState:
-    """What a run has done so far; saved as JSON after every epoch so that a restart resumes here."""
-
-    step: int = 0
-    epoch: int = 0
-    history: list[dict] = field(default_factory=list)
-    best_bleu: float = -1.0  # the selection score: validation BLEU (mean over the validation sets)
-    best_epoch: int = 0
-    elapsed_s: float = 0.0
-    restart_step: int = -1  # the step at which training went on from an exported checkpoint (-1: never)
-
-    @classmethod
-    def from_dict(cls, info: dict | None) -> "TrainState":
-        known = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in (info or {}).items() if k in known})
 
 
 @dataclass
@@ -250,68 +116,6 @@ def build_tokenizer(tc: TrainConfig, run_dir: Path, corpora: Corpora, dist: Dist
     return load_tokenizer(tok_dir)
 
 
-@torch.no_grad()
-def continue_from_checkpoint(model: Transformer, run_dir: Path, checkpoint_dir: str | Path, log=print) -> TrainState:
-    """Seed a run from an exported checkpoint whose training state is gone: its weights, its epoch and step
-    count (so the learning-rate schedule goes on where it stopped) and its history. A checkpoint holds no
-    optimizer state, so Adam's moment estimates start again from zero. The tokenizer must be the checkpoint's
-    own; :func:`start_run` copies it into the run directory before the model is built.
-    """
-    from transformer_viz.checkpoints.load import load_checkpoint
-
-    old = load_checkpoint(checkpoint_dir)
-    model.load_state_dict(old.model.state_dict())
-    training, history = old.metadata.get("training", {}), old.metadata.get("history", [])
-    last = history[-1] if history else {}
-    scores = [value for key, value in last.items() if key.endswith("_bleu")]
-    step = int(training.get("steps", last.get("step", 0)))
-    state = TrainState(step=step, epoch=int(last.get("epoch", 0)), history=list(history),
-                       elapsed_s=float(last.get("elapsed_s", 0.0)), restart_step=step,
-                       best_bleu=sum(scores) / len(scores) if scores else -1.0, best_epoch=int(last.get("epoch", 0)))
-    # The checkpoint stays the one to beat: a later epoch replaces it only with a better validation score.
-    from safetensors.torch import save_file
-
-    save_file(state_dict_for_saving(model), str(run_dir / "best.safetensors"))
-    # ... and one of the epochs the final weight averaging may take in.
-    save_file(state_dict_for_saving(model), str(run_dir / f"epoch{state.epoch:03d}.safetensors"))
-    log(f"continuing from {checkpoint_dir}: epoch {state.epoch}, step {state.step}; Adam's moments start at zero")
-    return state
-
-
-@torch.no_grad()
-def warm_start(model: Transformer, tokenizer, checkpoint_dir: str | Path, log=print) -> None:
-    """Seed ``model`` from a trained checkpoint that may have another vocabulary.
-
-    Every weight whose shape matches is copied. Each embedding row of the new vocabulary is the old row
-    of the same token when the old vocabulary has it; otherwise the mean of the old rows that the old
-    tokenizer splits the token's text into (so "▁Tom" starts near "▁T" + "om"). The embedding is tied
-    to the output projection, so the output layer is carried over the same way.
-    """
-    from transformer_viz.checkpoints.load import load_checkpoint
-
-    old = load_checkpoint(checkpoint_dir)
-    old_vocab, old_tok = old.tokenizer.get_vocab(), old.tokenizer
-    old_embed = old.model.src_embed.weight.float()  # (V_old, d_model)
-    new_state = model.state_dict()
-    copied = 0
-    for name, tensor in old.model.state_dict().items():
-        if name in new_state and new_state[name].shape == tensor.shape and "embed" not in name:
-            new_state[name].copy_(tensor)
-            copied += 1
-    rows, exact = [], 0
-    for token, _ in sorted(tokenizer.get_vocab().items(), key=lambda item: item[1]):
-        if token in old_vocab:
-            rows.append(old_embed[old_vocab[token]])
-            exact += 1
-            continue
-        text = token.replace("▁", " ")
-        ids = old_tok(text, add_special_tokens=False)["input_ids"] or [old.config.unk_id]
-        rows.append(old_embed[ids].mean(dim=0))
-    model.src_embed.weight.copy_(torch.stack(rows))  # tied: tgt_embed and the output projection share it
-    log(f"warm start from {checkpoint_dir}: {copied} tensors copied; {exact} of {len(rows)} embedding rows "
-        f"taken as they were, the rest averaged from their old subwords")
-
-
 def run_epoch(model, train_model, optimizer, scaler, batches: list[list[int]], examples, tc: TrainConfig,
               state: TrainState, device, show_progress: bool, world: int) -> tuple[float, int, float]:
     """One pass over this process's batches with the paper's schedule. Returns (loss sum, tokens, seconds)."""
@@ -328,7 +132,7 @@ def run_epoch(model, train_model, optimizer, scaler, batches: list[list[int]], e
         lr = learning_rate(state.step, cfg.d_model, tc.warmup, tc.lr_factor) * rewarmup_factor(tc, state)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        with _autocast(device, tc.amp), _attention_kernel(device):
+        with autocast(device, tc.amp), attention_kernel(device):
             logits = train_model(batch.src, batch.tgt_in)  # (B, T, V)
         loss = label_smoothed_loss(logits, batch.tgt_out, tc.label_smoothing, cfg.pad_id)
         optimizer.zero_grad(set_to_none=True)
@@ -344,18 +148,6 @@ def run_epoch(model, train_model, optimizer, scaler, batches: list[list[int]], e
     if bar:
         bar.close()
     return loss_sum, token_sum, time.time() - t_epoch
-
-
-def validation_bleu(model, tokenizer, validation: dict[str, list[tuple[str, str]]], limit: int) -> dict[str, float]:
-    """Greedy BLEU on each validation set (its first ``limit`` pairs when limit > 0)."""
-    from transformer_viz.text.evaluation import score, translate_texts
-
-    out = {}
-    for name, val_pairs in validation.items():
-        chosen = val_pairs[: limit or None]
-        hyps = translate_texts(model, tokenizer, [s for s, _ in chosen], beam_size=1)
-        out[name] = score(hyps, [t for _, t in chosen]).bleu
-    return out
 
 
 def rewarmup_factor(tc: TrainConfig, state: TrainState) -> float:

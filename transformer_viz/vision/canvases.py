@@ -1,5 +1,5 @@
-"""The toy DETR's world: synthetic canvases of handwritten digits, its training, its evaluation and its
-checkpoint directory.
+"""The toy DETR's world: synthetic canvases of handwritten digits, and how a detection is scored (training
+is training.detr, the checkpoint's card checkpoints.cards.detr_card).
 
 A canvas is canvas_size × canvas_size (32 by default), black, with 1 to 4 digits pasted at random places where
 no two touch. Each digit is one of scikit-learn's 8 × 8 images (digits.py) resized to a random side of 8 to 12
@@ -9,26 +9,22 @@ the seed). Training canvases use the training images of the ViT's fixed split an
 evaluation canvases use the held-out images and any other seed, so the evaluation sees neither a training
 canvas nor a training image.
 
-Checkpoint layout (no tokenizer; ``checkpoint.load_checkpoint`` reads it by ``"arch": "detr"``)::
+Checkpoint layout (no tokenizer; ``checkpoints.load_checkpoint`` reads it by ``"arch": "detr"``)::
 
     DIR/model.safetensors  DIR/config.json (DETRConfig)  DIR/metadata.json  DIR/README.md (the model card)
 """
 
 from __future__ import annotations
 
-import json
-import math
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from transformer_viz.models.boxes import LossWeights, cxcywh_to_xyxy, pairwise_iou, set_loss
-from transformer_viz.models.detr import DETR, DETRConfig
+from transformer_viz.models.boxes import cxcywh_to_xyxy, pairwise_iou
+from transformer_viz.models.detr import DETR
 
 SIZES = (8, 9, 10, 11, 12)  # sides, in pixels, a digit is drawn at
 MAX_DIGITS = 4
@@ -149,148 +145,6 @@ def evaluate(model: DETR, seed: int, n_canvases: int = 1000, part: str = "held-o
             "recall": round(n_right / max(1, n_objects), 4)}
 
 
-# --- training -------------------------------------------------------------------------------------------------
-
-@dataclass
-class DETRTrainConfig:
-    model_overrides: dict = field(default_factory=dict)  # changes to DETRConfig's defaults
-    steps: int = 30000
-    batch_size: int = 32
-    lr: float = 5e-4  # AdamW's peak learning rate (cosine decay to lr/20 after a linear warm-up)
-    warmup_steps: int = 500
-    weight_decay: float = 1e-4
-    max_minutes: float = 55.0  # stop after the step that passes this wall-clock budget (0: no limit)
-    eval_every: int = 1000  # steps between evaluations on 200 canvases of the validation seed
-    val_seed: int = 1  # the canvases watched during training (held-out images); the final score uses others
-    seed: int = 1234  # initial weights (the canvases come from TRAIN_SEED)
-    threads: int = 1
-
-
-def _lr_factor(step: int, minutes: float, tc: DETRTrainConfig) -> float:
-    """Linear warm-up, then cosine decay to 1/20 over the steps or the minutes, whichever runs out first, so that a
-    run cut short by its time budget still ends on a small learning rate."""
-    if step < tc.warmup_steps:
-        return (step + 1) / tc.warmup_steps
-    progress = (step - tc.warmup_steps) / max(1, tc.steps - tc.warmup_steps)
-    if tc.max_minutes:
-        progress = max(progress, minutes / tc.max_minutes)
-    return 0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
-
-
-def training_step(model: DETR, optimizer, canvases: list[Canvas], weights: LossWeights) -> dict[str, float]:
-    model.train()
-    images, labels, boxes = stack(canvases)
-    out = model(images)
-    terms = set_loss(out.class_logits, out.boxes, labels, boxes, weights)
-    loss = terms["loss"] + sum(set_loss(c, b, labels, boxes, weights)["loss"] for c, b in out.aux)
-    optimizer.zero_grad()
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # DETR clips at 0.1; 1.0 suits this small model
-    optimizer.step()
-    return {"loss": loss.item(), **{k: v.item() for k, v in terms.items() if k != "loss"}}
-
-
-def _resume(run_dir: Path, model: DETR, optimizer) -> tuple[int, list[dict], float]:
-    """Step, history and minutes already spent of an interrupted run in run_dir (0, [], 0 when none)."""
-    state_path = run_dir / "last.pt"
-    if not state_path.is_file():
-        return 0, [], 0.0
-    state = torch.load(state_path, weights_only=True)
-    model.load_state_dict(state["model"])
-    optimizer.load_state_dict(state["optimizer"])
-    return int(state["step"]), json.loads((run_dir / "history.json").read_text()), float(state["minutes"])
-
-
-def _save_state(run_dir: Path, model: DETR, optimizer, step: int, history: list[dict], minutes: float) -> None:
-    tmp = run_dir / "last.pt.tmp"
-    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step, "minutes": minutes}, tmp)
-    tmp.replace(run_dir / "last.pt")
-    (run_dir / "history.json").write_text(json.dumps(history, indent=1))
-
-
-def train_detr(tc: DETRTrainConfig, run_dir: str | Path, out_dir: str | Path, log=print) -> dict:
-    """Train on fresh canvases of the training images (resuming from run_dir/last.pt), save to out_dir."""
-    torch.set_num_threads(tc.threads)
-    torch.manual_seed(tc.seed)
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    cfg = DETRConfig(**tc.model_overrides)
-    model = DETR(cfg)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=tc.lr, weight_decay=tc.weight_decay)
-    step, history, spent = _resume(run_dir, model, optimizer)
-    weights, start, losses = LossWeights(), time.perf_counter(), []
-    minutes = spent
-    while step < tc.steps:
-        for group in optimizer.param_groups:
-            group["lr"] = tc.lr * _lr_factor(step, minutes, tc)
-        batch = canvas_batch(TRAIN_SEED, step * tc.batch_size, tc.batch_size, "train", cfg.canvas_size)
-        losses.append(training_step(model, optimizer, batch, weights))
-        step += 1
-        minutes = spent + (time.perf_counter() - start) / 60
-        if step % tc.eval_every == 0 or step == tc.steps:
-            val = evaluate(model, tc.val_seed, 200)
-            mean = {k: round(float(np.mean([d[k] for d in losses])), 4) for k in losses[0]}
-            history.append({"step": step, "minutes": round(minutes, 2), **mean,
-                            "val_precision": val["precision"], "val_recall": val["recall"]})
-            losses = []
-            log(f"step {step}: loss {mean['loss']:.3f}, val precision {val['precision']:.3f} recall "
-                f"{val['recall']:.3f}, {minutes:.1f} min")
-            _save_state(run_dir, model, optimizer, step, history, minutes)
-        if tc.max_minutes and minutes > tc.max_minutes:
-            log(f"stopping after step {step}: the {tc.max_minutes}-minute budget is spent")
-            break
-    minutes = spent + (time.perf_counter() - start) / 60
-    _save_state(run_dir, model, optimizer, step, history, minutes)
-    metadata = {
-        "name": "Toy DETR on canvases of handwritten digits", "task": "digit detection",
-        "description": "A small Detection Transformer trained from scratch on this CPU (transformer_viz/detr.py).",
-        "data": {"canvases": CANVAS_TEXT, "training_seed": TRAIN_SEED},
-        "training": {**asdict(tc), "steps_run": step, "optimizer": "AdamW", "minutes": round(minutes, 2)},
-        "validation": evaluate(model, tc.val_seed, 1000),
-        "history": history,
-    }
-    save_detr_checkpoint(out_dir, model, metadata)
-    return metadata
-
-
 CANVAS_TEXT = ("32 × 32 canvases with 1–4 non-touching digits, each one of scikit-learn's 8 × 8 digit images "
                "resized to 8–12 pixels; training canvases use the 1,437 training images of the ViT's fixed split, "
                "evaluation canvases the 360 held-out images and a seed other than the training seed")
-
-
-# --- checkpoint -----------------------------------------------------------------------------------------------
-
-def model_card(cfg: DETRConfig, meta: dict) -> str:
-    training, val = meta.get("training", {}), meta.get("validation", {})
-    test = meta.get("test", {})
-    lines = [
-        f"# {meta.get('name', 'DETR')}", "", meta.get("description", ""), "",
-        "## Model", "", f"- Parameters: {meta.get('parameters', '?'):,}",
-        f"- Backbone: four 3×3 convolutions ({cfg.backbone_channels}, then {2 * cfg.backbone_channels} channels, "
-        f"two of stride 2) and a 1×1 projection: a {cfg.grid}×{cfg.grid} feature map of d_model {cfg.d_model}",
-        f"- Transformer: {cfg.n_encoder_layers} encoder and {cfg.n_decoder_layers} decoder layers (Pre-LN), h "
-        f"{cfg.h}, d_ff {cfg.d_ff}; {cfg.n_queries} learned object queries; learned position embedding",
-        "- Heads: a linear classifier over 10 digits + ∅ (no object) and a 3-layer MLP for the box", "",
-        "## Data", "", f"- {CANVAS_TEXT}", f"- Digits: {meta.get('digits_credit', '')}", "",
-        "## Training", "",
-        f"- Set loss with Hungarian matching (cost: class 1, L1 5, GIoU 2; ∅ weight 0.1), auxiliary losses on "
-        f"every decoder layer; AdamW, lr {training.get('lr')}, weight decay {training.get('weight_decay')}, batch "
-        f"{training.get('batch_size')}, {training.get('steps_run')} steps ({training.get('warmup_steps')} warm-up, "
-        f"cosine decay)",
-        f"- {training.get('minutes')} minutes on {training.get('threads')} CPU thread(s), seed {training.get('seed')}",
-        "", "## Scores", "",
-        "Precision and recall at IoU ≥ 0.5 with the right class (`python -m transformer_viz detr-eval`):", "",
-        "| canvases | images | seed | precision | recall |", "|---|---|---|---|---|"]
-    for name, row in (("validation (watched during training, nothing chosen on it)", val), ("test", test)):
-        if row:
-            lines.append(f"| {name}: {row.get('canvases')} | {row.get('images')} | {row.get('seed')} | "
-                         f"{100 * row['precision']:.1f} % | {100 * row['recall']:.1f} % |")
-    lines += ["", "Retrain with `python -m transformer_viz train-detr --run-dir RUN --out DIR`.", ""]
-    return "\n".join(lines)
-
-
-def save_detr_checkpoint(directory: str | Path, model: DETR, metadata: dict) -> Path:
-    from transformer_viz.checkpoints.load import save_image_model
-    from transformer_viz.vision.digits import DATA_CREDIT
-
-    return save_image_model(directory, model, {**metadata, "digits_credit": DATA_CREDIT}, model_card)

@@ -4,12 +4,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from transformer_viz.app import webapp
+from transformer_viz.app import frame, steps, widgets
 from transformer_viz.plots import attention as plots
-from transformer_viz.plots.common import softmax
+from transformer_viz.text.analysis import softmax
 
 
-sel, run = webapp.page_header(
+sel, run = frame.page_header(
     "Each token asks a question (its query q), every token offers a label (its key k) and a content (its "
     "value v). The query is compared with every key; the softmax of the scores says how much of each value to "
     "take. One head does this in a d_k-dimensional space; the h heads run side by side.")
@@ -36,7 +36,7 @@ st.latex(r"\text{Attention}(Q, K, V) = \text{softmax}\Big(\frac{QK^\top}{\sqrt{d
          r"d_k = d_{model}/h = %d/%d = %d,\ \sqrt{d_k} = %.4g" % (cfg.d_model, cfg.h, d_k, np.sqrt(d_k)))
 st.caption(f"{kind}, layer {sel.layer}, head {sel.head}: {Lq} queries × {Lk} keys (trace: `{prefix}.*`)")
 
-qkv_tab, scores_tab, sum_tab, worked_tab = webapp.steps(
+qkv_tab, scores_tab, sum_tab, worked_tab = steps.tabs(
     ["1. Queries, keys and values", "2. Scores, mask and softmax", "3. The weighted sum",
      "4. One score by hand, and a soft lookup"], key="attention_step")
 
@@ -57,9 +57,9 @@ if qkv_tab.open:
         # One symmetric colour range for Q, K and V, so that one colour means one number in all three.
         bound = float(max(np.abs(q).max(), np.abs(k).max(), np.abs(v).max()))
         for name, values, tokens in (("Q", q, q_tokens), ("K", k, k_tokens), ("V", v, k_tokens)):
-            fig = webapp.cached_figure(plots.vectors_heatmap, values, tokens, f"{name} (head {sel.head})",
-                                       "query token" if name == "Q" else "key token", bound=bound)
-            webapp.chart(fig, webapp.token_frame(values, tokens), f"attention-{name.lower()}")
+            fig = widgets.cached_figure(plots.vectors_heatmap, values, tokens, f"{name} (head {sel.head})",
+                                        "query token" if name == "Q" else "key token", bound=bound)
+            widgets.chart(fig, widgets.token_frame(values, tokens), f"attention-{name.lower()}")
             if name == "Q":  # said under the first figure, which a projector then shows on its first screen
                 st.markdown(sources)
                 st.caption("Each projection is an nn.Linear, so it adds a bias b, as written here; the paper "
@@ -69,20 +69,20 @@ if qkv_tab.open:
 if scores_tab.open:
     with scores_tab:
         st.latex(r"S = \frac{QK^\top}{\sqrt{%d}} \in \mathbb{R}^{%d \times %d}" % (d_k, Lq, Lk))
-        fig = webapp.cached_figure(plots.scores_heatmap, scores, q_tokens, k_tokens, "raw scores QKᵀ/√d_k")
-        webapp.chart(fig, webapp.token_frame(scores, q_tokens, k_tokens), "attention-scores")
+        fig = widgets.cached_figure(plots.scores_heatmap, scores, q_tokens, k_tokens, "raw scores QKᵀ/√d_k")
+        widgets.chart(fig, widgets.token_frame(scores, q_tokens, k_tokens), "attention-scores")
         n_masked = int((~mask).sum())
         mask_kind = {"Encoder self-attention": "padding only (no key is padding in a single sentence)",
                      "Decoder masked self-attention": "causal: query t may attend to keys ≤ t (and no padding)",
                      "Decoder cross-attention": "padding of the source only"}[kind]
         st.markdown(f"Mask: {mask_kind}. {n_masked} of {Lq * Lk} cells are masked.")
-        fig = webapp.cached_figure(plots.mask_heatmap, mask, q_tokens, k_tokens)
-        webapp.chart(fig, webapp.token_frame(np.where(mask, 0.0, -np.inf), q_tokens, k_tokens), "attention-mask")
-        fig = webapp.cached_figure(plots.scores_heatmap, masked, q_tokens, k_tokens, "masked scores S + M (−∞ grey)")
-        webapp.chart(fig, webapp.token_frame(masked, q_tokens, k_tokens), "attention-masked-scores")
+        fig = widgets.cached_figure(plots.mask_heatmap, mask, q_tokens, k_tokens)
+        widgets.chart(fig, widgets.token_frame(np.where(mask, 0.0, -np.inf), q_tokens, k_tokens), "attention-mask")
+        fig = widgets.cached_figure(plots.scores_heatmap, masked, q_tokens, k_tokens, "masked scores S + M (−∞ grey)")
+        widgets.chart(fig, widgets.token_frame(masked, q_tokens, k_tokens), "attention-masked-scores")
         st.latex(r"w_{ij} = \frac{e^{s_{ij}}}{\sum_{j'} e^{s_{ij'}}},\qquad e^{-\infty} = 0")
-        fig = webapp.cached_figure(plots.weights_heatmap, weights, q_tokens, k_tokens, masked=~mask)
-        webapp.chart(fig, webapp.token_frame(weights, q_tokens, k_tokens), "attention-weights")
+        fig = widgets.cached_figure(plots.weights_heatmap, weights, q_tokens, k_tokens, masked=~mask)
+        widgets.chart(fig, widgets.token_frame(weights, q_tokens, k_tokens), "attention-weights")
 
 if sum_tab.open:
     with sum_tab:
@@ -90,9 +90,9 @@ if sum_tab.open:
                  r"\text{MultiHead} = \text{Concat}(\text{head}_0, \dots, \text{head}_{%d})\, W_O"
                  % (sel.head, Lq, d_k, cfg.h - 1))
         st.caption("A is the matrix of attention weights from step 2 (softmax of the masked scores).")
-        fig = webapp.cached_figure(plots.vectors_heatmap, heads, q_tokens, f"head {sel.head} = weights · V",
-                                   "query token")
-        webapp.chart(fig, webapp.token_frame(heads, q_tokens), "attention-heads")
+        fig = widgets.cached_figure(plots.vectors_heatmap, heads, q_tokens, f"head {sel.head} = weights · V",
+                                    "query token")
+        widgets.chart(fig, widgets.token_frame(heads, q_tokens), "attention-heads")
 
 if worked_tab.open:
     with worked_tab:
@@ -104,8 +104,8 @@ if worked_tab.open:
         for line in plots.worked_score_latex(q[i], k[j], i, j, float(scores[i, j]), f"{prefix}.scores", sel.head,
                                              bool(mask[i, j]), float(weights[i, j])):
             st.latex(line)
-        fig = webapp.cached_figure(plots.score_terms_figure, q[i], k[j], q_tokens[i], k_tokens[j])
-        webapp.chart(fig, pd.DataFrame({"q": q[i], "k": k[j], "q*k": q[i] * k[j]}), "attention-worked")
+        fig = widgets.cached_figure(plots.score_terms_figure, q[i], k[j], q_tokens[i], k_tokens[j])
+        widgets.chart(fig, pd.DataFrame({"q": q[i], "k": k[j], "q*k": q[i] * k[j]}), "attention-worked")
 
         st.subheader("Attention as a soft database lookup")
         n_keys = min(Lk, 8)
@@ -122,15 +122,15 @@ if worked_tab.open:
         lookup = plots.lookup_scores(q[i], k[:n_keys], G)
         lookup_weights = {name: softmax(s) for name, s in lookup.items()}
         key_tokens = k_tokens[:n_keys]
-        fig = webapp.cached_figure(plots.lookup_figure, lookup_weights, key_tokens)
-        webapp.chart(fig, pd.DataFrame({**{f"score: {n}": s for n, s in lookup.items()},
-                                        **{f"weight: {n}": w for n, w in lookup_weights.items()}},
-                                       index=webapp.row_names(key_tokens)), "attention-lookup")
+        fig = widgets.cached_figure(plots.lookup_figure, lookup_weights, key_tokens)
+        widgets.chart(fig, pd.DataFrame({**{f"score: {n}": s for n, s in lookup.items()},
+                                         **{f"weight: {n}": w for n, w in lookup_weights.items()}},
+                                        index=widgets.row_names(key_tokens)), "attention-lookup")
         peaks = {name: float(w.max()) for name, w in lookup_weights.items()}
         st.markdown("Largest weight: " + ", ".join(f"{name} {p:.2f}" for name, p in peaks.items())
                     + ". Without the 1/√d_k the scores are larger, so the softmax is sharper (closer to a hard lookup) "
                       "and its gradients smaller.")
         retrieved = np.stack([w @ v[:n_keys] for w in lookup_weights.values()])
-        fig = webapp.cached_figure(plots.matrix_heatmap, retrieved, list(lookup_weights), list(range(d_k)),
-                                   "retrieved value Σ w_j v_j", "value", "dimension (d_k)", "similarity")
-        webapp.chart(fig, pd.DataFrame(retrieved, index=list(lookup_weights)), "attention-lookup-result")
+        fig = widgets.cached_figure(plots.matrix_heatmap, retrieved, list(lookup_weights), list(range(d_k)),
+                                    "retrieved value Σ w_j v_j", "value", "dimension (d_k)", "similarity")
+        widgets.chart(fig, pd.DataFrame(retrieved, index=list(lookup_weights)), "attention-lookup-result")

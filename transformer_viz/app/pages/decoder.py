@@ -4,14 +4,14 @@ and the output distribution over the vocabulary at one target position."""
 import numpy as np
 import streamlit as st
 
-from transformer_viz.app import sections, webapp
+from transformer_viz.app import frame, loaders, sections, steps, widgets
 from transformer_viz.plots.common import token_labels
 from transformer_viz.plots.decoding import topk_figure
 from transformer_viz.plots.layers import attention_map, head_grid, masked_attention_figure
 
 TOP_K = 10
 
-sel, run = webapp.page_header(
+sel, run = frame.page_header(
     "Each decoder layer has three sublayers, each inside Add & Norm: **masked self-attention** over the "
     "target written so far (position t may not look at positions after t), **cross-attention** whose "
     "queries come from the decoder and whose keys and values are the encoder's output, and the "
@@ -27,11 +27,11 @@ S, T = len(src_labels), len(tgt_labels)
 prefix = f"decoder.{i}"
 input_col, sizes_col = st.columns([3, 2])  # side by side: the figure starts on a projector's first screen
 with input_col:
-    webapp.show_user_text(f"Decoder input ({sel.tgt_name}): <s> + greedy translation", run.translation or "(empty)")
+    widgets.show_user_text(f"Decoder input ({sel.tgt_name}): <s> + greedy translation", run.translation or "(empty)")
 sizes_col.caption(f"Layer {i} of N = {cfg.N}, head {j} of h = {cfg.h} (change them in the sidebar). "
                   f"T = {T} target positions, S = {S} source positions, d_k = {cfg.d_k}.")
 
-self_tab, cross_tab, norm_tab, ffn_tab, output_tab = webapp.steps([
+self_tab, cross_tab, norm_tab, ffn_tab, output_tab = steps.tabs([
     "1 · Masked self-attention",
     "2 · Cross-attention",
     "3 · Add & Norm (three of them)",
@@ -48,29 +48,29 @@ if self_tab.open:
         st.latex(r"\mathrm{softmax}\Big(\frac{QK^\top}{\sqrt{d_k}} + M\Big),\ M_{tu} = "
                  r"\begin{cases}0 & u \le t\\ -\infty & u > t\end{cases}"
                  r"\qquad %d \text{ of } %d\times%d = %d \text{ cells set to } -\infty" % (n_masked, T, T, T * T))
-        fig = webapp.cached_figure(masked_attention_figure, scores, masked, weights, tgt_labels, tgt_labels,
-                                   title=f"Layer {i}, head {j}: scores, masked scores and weights (row = query)")
-        webapp.chart(fig, webapp.long_form(tgt_labels, tgt_labels, {"score": scores, "masked score": masked,
-                                                                    "weight": weights}),
-                     "decoder-masked-self-attention",
-                     caption="exp(−∞) = 0: the grey cells get weight exactly 0 — drawn grey in the weights panel too, "
-                             "never as the colour scale's 0 — so position t is computed only from positions ≤ t, the "
-                             "same as during generation, when later tokens do not exist yet.")
+        fig = widgets.cached_figure(masked_attention_figure, scores, masked, weights, tgt_labels, tgt_labels,
+                                    title=f"Layer {i}, head {j}: scores, masked scores and weights (row = query)")
+        widgets.chart(fig, widgets.long_form(tgt_labels, tgt_labels, {"score": scores, "masked score": masked,
+                                                                      "weight": weights}),
+                      "decoder-masked-self-attention",
+                      caption="exp(−∞) = 0: the grey cells get weight exactly 0 — drawn grey in the weights panel too, "
+                              "never as the colour scale's 0 — so position t is computed only from positions ≤ t, the "
+                              "same as during generation, when later tokens do not exist yet.")
 
 if cross_tab.open:
     with cross_tab:
         st.latex(r"\mathrm{softmax}\Big(\frac{(y' W_Q)(m W_K)^\top}{\sqrt{d_k}}\Big)(m W_V):\quad "
                  r"(T \times S) = (%d \times %d) \text{ weights per head}" % (T, S))
         cross = trace[f"{prefix}.cross_attn.weights"][0].numpy()  # (h, T, S)
-        fig = webapp.cached_figure(head_grid, cross, src_labels, tgt_labels, selected=j,
-                                   title=f"Layer {i}: cross-attention, all {cfg.h} heads "
-                                         "(row = target token, column = source token)")
-        webapp.chart(fig, {f"head {k}": cross[k].ravel() for k in range(cfg.h)}, "decoder-cross-grid")
-        fig = webapp.cached_figure(attention_map, cross[j], src_labels, tgt_labels, x_title="source token (key)",
-                                   y_title="target token (query)", title=f"Layer {i}, head {j}: cross-attention")
-        webapp.chart(fig, webapp.long_form(tgt_labels, src_labels, {"weight": cross[j]}, ("target", "source")),
-                     "decoder-cross-head", caption="A bright cell: while predicting the token after this target "
-                                                   "position, this head read mostly from that source token.")
+        fig = widgets.cached_figure(head_grid, cross, src_labels, tgt_labels, selected=j,
+                                    title=f"Layer {i}: cross-attention, all {cfg.h} heads "
+                                          "(row = target token, column = source token)")
+        widgets.chart(fig, {f"head {k}": cross[k].ravel() for k in range(cfg.h)}, "decoder-cross-grid")
+        fig = widgets.cached_figure(attention_map, cross[j], src_labels, tgt_labels, x_title="source token (key)",
+                                    y_title="target token (query)", title=f"Layer {i}, head {j}: cross-attention")
+        widgets.chart(fig, widgets.long_form(tgt_labels, src_labels, {"weight": cross[j]}, ("target", "source")),
+                      "decoder-cross-head", caption="A bright cell: while predicting the token after this target "
+                                                    "position, this head read mostly from that source token.")
 
 if norm_tab.open:
     with norm_tab:
@@ -84,17 +84,17 @@ if ffn_tab.open:
 
 if output_tab.open:
     with output_tab:
-        webapp.reset_stale_index("decoder_position", T)  # kept from another sentence
+        widgets.reset_stale_index("decoder_position", T)  # kept from another sentence
         position = st.selectbox("Target position", list(range(T)), key="decoder_position",
                                 format_func=lambda t: f"{t} {run.tgt_tokens[t]} → predicts the next token")  # plain text
         probs = trace["probs"][0, position].numpy()  # (V,)
         top = np.argsort(-probs)[:TOP_K]
-        top_tokens = webapp.get_checkpoint(sel.checkpoint).tokenizer.convert_ids_to_tokens(top.tolist())
+        top_tokens = loaders.get_checkpoint(sel.checkpoint).tokenizer.convert_ids_to_tokens(top.tolist())
         expected = run.predicted_ids[position]
         chosen = int(np.nonzero(top == expected)[0][0]) if expected in top else None
         st.latex(r"P(y_{t+1} \mid y_{\le t}, x) = \mathrm{softmax}(y_t^{(N)} E^\top),\quad "
                  r"\max_v P = %.4f,\ \text{entropy} = %.3f \text{ nats over } V = %d"
                  % (probs.max(), float(-(probs * np.log(np.clip(probs, 1e-30, None))).sum()), cfg.vocab_size))
-        fig = webapp.cached_figure(topk_figure, top_tokens, probs[top], chosen=chosen, title=f"Top {TOP_K} next tokens "
-                                   f"after position {position} (orange: the token the translation used)")
-        webapp.chart(fig, {"token": top_tokens, "id": top, "probability": probs[top]}, "decoder-output")
+        fig = widgets.cached_figure(topk_figure, top_tokens, probs[top], chosen=chosen, title=f"Top {TOP_K} next tokens "
+                                    f"after position {position} (orange: the token the translation used)")
+        widgets.chart(fig, {"token": top_tokens, "id": top, "probability": probs[top]}, "decoder-output")

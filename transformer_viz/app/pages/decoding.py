@@ -3,10 +3,10 @@
 import numpy as np
 import streamlit as st
 
-from transformer_viz.app import sections, webapp
-from transformer_viz.text.language_stats import score_change
+from transformer_viz.app import frame, loaders, sections, steps, widgets
 from transformer_viz.plots.common import token_labels, token_text
-from transformer_viz.plots.decoding import (attention_row_figure, beam_hypothesis, beam_tree_figure, causal_mask_figure, topk_figure)
+from transformer_viz.plots.decoding import attention_row_figure, beam_tree_figure, causal_mask_figure, topk_figure
+from transformer_viz.text.analysis import beam_hypothesis
 
 STEPS_KEY = "_decoding_steps"  # {(checkpoint, sentence): step}, so each sentence keeps its own place
 
@@ -16,7 +16,7 @@ def move(key: tuple[str, str], delta: int, last: int) -> None:
     steps[key] = min(max(steps.get(key, 1) + delta, 1), last)
 
 
-sel, run = webapp.page_header(
+sel, run = frame.page_header(
     "The decoder writes the translation one token at a time. At step t its input is `<s>` and the t − 1 "
     "tokens written so far; the causal mask lets each of them see only itself and earlier positions; the "
     "newest position reads the source through cross-attention, and the output layer gives a probability for "
@@ -27,13 +27,13 @@ sel, run = webapp.page_header(
     r"\text{final rank}(y) = \sum_t \log P(y_t \mid y_{<t}, x)\ \big/\ \Big(\frac{5 + |y|}{6}\Big)^{\alpha}")
 
 cfg, trace, i, j = run.config, run.trace, sel.layer, sel.head
-ckpt = webapp.get_checkpoint(sel.checkpoint)
+ckpt = loaders.get_checkpoint(sel.checkpoint)
 tokenizer = ckpt.tokenizer
 n_steps = min(len(run.decoding.steps), len(run.tgt_ids))
 key = (sel.checkpoint, run.source_text)
 t = min(max(st.session_state.get(STEPS_KEY, {}).get(key, 1), 1), n_steps)
 
-greedy_tab, beam_tab = webapp.steps([
+greedy_tab, beam_tab = steps.tabs([
     "1 · Greedy decoding, step by step",
     "2 · Greedy versus beam search",
 ], key="decoding_step")
@@ -55,34 +55,34 @@ if greedy_tab.open:
         chosen_token = tokenizer.convert_ids_to_tokens([chosen_id])[0]
         inputs_col, chosen_col, prob_col = st.columns([2, 1, 1])  # one row: the figures start on the first screen
         with inputs_col:
-            webapp.show_user_text(f"Decoder input at step {t} (<s> + {t - 1} generated)",
-                                  " ".join(token_text(x) for x in inputs))
+            widgets.show_user_text(f"Decoder input at step {t} (<s> + {t - 1} generated)",
+                                   " ".join(token_text(x) for x in inputs))
         with chosen_col:
             end = " (end of sentence)" if chosen_id == run.config.eos_id else ""
-            webapp.show_user_text("Chosen next token" + end,
-                                  token_text(chosen_token))
+            widgets.show_user_text("Chosen next token" + end,
+                                   token_text(chosen_token))
         prob_col.latex(r"P(\hat y_{%d} \mid \hat y_{<%d}, x) = %.4f" % (t, t, step.chosen_prob[0]))
 
         left, right = st.columns(2)
         with left:
-            fig = webapp.cached_figure(causal_mask_figure, labels, title=f"Causal mask at step {t}: {t}×{t}")
-            webapp.chart(fig, webapp.long_form(labels, labels, {"may attend": np.tril(np.ones((t, t), dtype=bool))}),
-                         "decoding-mask", caption="At step 1 the only input is <s>: the mask is a single cell, <s> "
-                                                  "attending to itself." if t == 1 else None)
+            fig = widgets.cached_figure(causal_mask_figure, labels, title=f"Causal mask at step {t}: {t}×{t}")
+            widgets.chart(fig, widgets.long_form(labels, labels, {"may attend": np.tril(np.ones((t, t), dtype=bool))}),
+                          "decoding-mask", caption="At step 1 the only input is <s>: the mask is a single cell, <s> "
+                                                   "attending to itself." if t == 1 else None)
         with right:
             top_tokens = tokenizer.convert_ids_to_tokens(top_ids)
             chosen = top_ids.index(chosen_id) if chosen_id in top_ids else None
-            fig = webapp.cached_figure(topk_figure, top_tokens, top_probs, chosen=chosen,
-                                       title=f"Top {len(top_ids)} candidates at step {t}")
-            webapp.chart(fig, {"token": top_tokens, "id": top_ids, "probability": top_probs}, "decoding-topk")
+            fig = widgets.cached_figure(topk_figure, top_tokens, top_probs, chosen=chosen,
+                                        title=f"Top {len(top_ids)} candidates at step {t}")
+            widgets.chart(fig, {"token": top_tokens, "id": top_ids, "probability": top_probs}, "decoding-topk")
 
         src_labels = token_labels(run.src_tokens)
         row = trace[f"decoder.{i}.cross_attn.weights"][0, j, t - 1].numpy()  # (S,)
-        fig = webapp.cached_figure(attention_row_figure, row, src_labels,
-                                   title=f"Cross-attention of the newest position ({labels[-1]}), layer {i}, head {j}")
-        webapp.chart(fig, {"source": src_labels, "weight": row}, "decoding-cross-row",
-                     caption="Taken from the teacher-forced pass over the finished translation: thanks to the causal "
-                             "mask, row t there equals what the decoder computed at step t.")
+        fig = widgets.cached_figure(attention_row_figure, row, src_labels,
+                                    title=f"Cross-attention of the newest position ({labels[-1]}), layer {i}, head {j}")
+        widgets.chart(fig, {"source": src_labels, "weight": row}, "decoding-cross-row",
+                      caption="Taken from the teacher-forced pass over the finished translation: thanks to the causal "
+                              "mask, row t there equals what the decoder computed at step t.")
         st.subheader("What if the model had chosen another word?", anchor=False)
         sections.what_if(sel, run, "decoding_what_if")
 
@@ -103,15 +103,15 @@ if beam_tab.open:
              f"</s>). The sums shown below are the unnormalised ones.")
             + (f" The checkpoint's optional repetition guard is on: no unit of up to three subwords may occur more "
                f"than {ckpt.generation.max_loop_repeats} times in a row." if ckpt.generation.max_loop_repeats else ""))
-        beam_run = webapp.get_run(sel.checkpoint, sel.sentence, K)
+        beam_run = loaders.get_run(sel.checkpoint, sel.sentence, K)
         left, right = st.columns(2)
         with left:
-            webapp.show_user_text("Greedy (K = 1)", run.translation or "(empty)")
+            widgets.show_user_text("Greedy (K = 1)", run.translation or "(empty)")
             st.metric("sum of log P", f"{run.decoding.scores[0]:.4f}")
         with right:
-            webapp.show_user_text(f"Beam search (K = {K})", beam_run.translation or "(empty)")
+            widgets.show_user_text(f"Beam search (K = {K})", beam_run.translation or "(empty)")
             # equal to the 4 decimals shown: a neutral "same", not a red "-0.0000" that reads as worse
-            change, colour = score_change(beam_run.decoding.scores[0], run.decoding.scores[0])
+            change, colour = widgets.score_change(beam_run.decoding.scores[0], run.decoding.scores[0])
             st.metric("sum of log P", f"{beam_run.decoding.scores[0]:.4f}", delta=change, delta_color=colour,
                       delta_arrow="off" if change == "same" else "auto", delta_description="vs greedy")
         if beam_run.translation == run.translation:
@@ -125,10 +125,10 @@ if beam_tab.open:
         best = next((k for k in range(len(tokens[-1]))
                      if beam_hypothesis(tokens, parents, k) == beam_run.decoding.tokens[0]), None) if tokens else None
         text = [tokenizer.convert_ids_to_tokens(row) for row in tokens]
-        fig = webapp.cached_figure(beam_tree_figure, text, parents, scores, finished, best_beam=best,
-                                   title=f"Beam tree, K = {K}: a line from each hypothesis to the one it extends")
-        webapp.chart(fig, webapp.long_form(list(range(1, len(tokens) + 1)), list(range(K)),
-                                           {"token": text, "parent": parents, "log P": scores, "finished": finished},
-                                           ("step", "beam")), "decoding-beam-tree",
-                     caption="Squares are finished hypotheses (they produced </s>); hover a node for its token and "
-                             "cumulative log-probability. Finished hypotheses are carried along unchanged, not drawn again.")
+        fig = widgets.cached_figure(beam_tree_figure, text, parents, scores, finished, best_beam=best,
+                                    title=f"Beam tree, K = {K}: a line from each hypothesis to the one it extends")
+        widgets.chart(fig, widgets.long_form(list(range(1, len(tokens) + 1)), list(range(K)),
+                                             {"token": text, "parent": parents, "log P": scores, "finished": finished},
+                                             ("step", "beam")), "decoding-beam-tree",
+                      caption="Squares are finished hypotheses (they produced </s>); hover a node for its token and "
+                              "cumulative log-probability. Finished hypotheses are carried along unchanged, not drawn again.")

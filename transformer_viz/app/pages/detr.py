@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from transformer_viz.app import webapp
+from transformer_viz.app import frame, loaders, sidebar, steps, widgets
 from transformer_viz.models.boxes import hungarian_match, matching_cost, set_loss
 from transformer_viz.vision.canvases import detections
 from transformer_viz.models.detr import CLASSES
@@ -16,7 +16,7 @@ from transformer_viz.plots.detr import (attention_on_canvas_figure, cost_matrix_
 
 MAX_SEED = 1_000_000
 
-webapp.page_header(
+frame.page_header(
     "Attention can also **find things**. DETR turns an image into a grid of feature vectors with a small CNN, "
     "one encoder token per cell. Its decoder starts from a fixed set of learned **object queries**; through "
     "cross-attention each asks the image for one object: a class (or ∅, nothing) and a box. In training the "
@@ -27,9 +27,8 @@ webapp.page_header(
     r"\hat p_i = \mathrm{softmax}(W_c\, y_i)\ \ (\text{10 digits} + \varnothing),\quad "
     r"\hat b_i = \sigma\big(\mathrm{MLP}(y_i)\big) = (c_x, c_y, w, h)\end{gathered}",
     run=False)
-name, checkpoint = webapp.page_model(
-    webapp.detr_checkpoints(), webapp.get_detr_checkpoint, "the DETR checkpoint `checkpoints/detr-digits` "
-    "(`python -m transformer_viz train-detr --run-dir RUN --out checkpoints/detr-digits`)")
+name, checkpoint = loaders.page_model("detr", "the DETR checkpoint `checkpoints/detr-digits` "
+                                      "(`python -m transformer_viz train-detr --run-dir RUN --out checkpoints/detr-digits`)")
 cfg = checkpoint.config
 
 
@@ -41,7 +40,7 @@ def seed_picker() -> int:
     """The canvas's seed, kept in the URL as seed= (1 … MAX_SEED; seed 0 made the training canvases)."""
     state = st.session_state
     if "detr_seed" not in state:  # the session's first run: the link's seed
-        state["detr_seed"] = max(1, webapp.query_index("seed", MAX_SEED + 1)) if "seed" in st.query_params else 7
+        state["detr_seed"] = max(1, sidebar.query_index("seed", MAX_SEED + 1)) if "seed" in st.query_params else 7
     seed_col, button_col = st.columns([2, 1], vertical_alignment="bottom")
     seed = seed_col.number_input(f"Canvas seed (1–{MAX_SEED:,})", 1, MAX_SEED, key="detr_seed")
     button_col.button("New random canvas", on_click=new_canvas, key="detr_new", width="stretch")
@@ -50,7 +49,7 @@ def seed_picker() -> int:
 
 
 seed = seed_picker()
-canvas, trace = webapp.get_detr_run(name, seed)
+canvas, trace = loaders.get_detr_run(name, seed)
 logits, boxes = trace["detr.class_logits"][0], trace["detr.boxes"][0]  # (M, C+1), (M, 4)
 found = detections(logits, boxes)
 test = checkpoint.metadata.get("test", {})
@@ -59,7 +58,7 @@ st.markdown(f"Canvas {seed} holds {len(canvas.labels)} digit{'s' if len(canvas.l
             f"**{', '.join(CLASSES[d.label] for d in found) or 'nothing'}** with {len(found)} of its {cfg.n_queries} "
             f"queries." + (f" On {test.get('canvases', 0):,} new canvases: precision **{100 * test['precision']:.1f} %**, "
                            f"recall **{100 * test['recall']:.1f} %** (IoU ≥ 0.5, right class)." if test else ""))
-detect_tab, cross_tab, self_tab, match_tab = webapp.steps([
+detect_tab, cross_tab, self_tab, match_tab = steps.tabs([
     "1 · Queries → objects", "2 · Where a query looks", "3 · Where a feature cell looks", "4 · Training: matching"],
     key="detr_step")
 query_names = [f"query {q}" for q in range(cfg.n_queries)]
@@ -74,19 +73,19 @@ def pick_head(column, key: str, weights: np.ndarray) -> tuple[np.ndarray, str]:
 if detect_tab.open:
     with detect_tab:
         texts = [f"q{d.query}: {CLASSES[d.label]} {d.score:.2f}" for d in found]
-        fig = webapp.cached_figure(detections_figure, canvas.image, [d.box for d in found], [d.query for d in found],
-                                   texts, title="What the queries found")
-        webapp.chart(fig, {"query": [d.query for d in found], "class": [CLASSES[d.label] for d in found],
-                           "P": [d.score for d in found], "box (cx, cy, w, h)": [d.box.round(3) for d in found]},
-                     "detr-detections", caption="Each box is one query's answer, in its colour, with the class and its "
-                                                "probability; the queries that say ∅ draw nothing.")
+        fig = widgets.cached_figure(detections_figure, canvas.image, [d.box for d in found], [d.query for d in found],
+                                    texts, title="What the queries found")
+        widgets.chart(fig, {"query": [d.query for d in found], "class": [CLASSES[d.label] for d in found],
+                            "P": [d.score for d in found], "box (cx, cy, w, h)": [d.box.round(3) for d in found]},
+                      "detr-detections", caption="Each box is one query's answer, in its colour, with the class and its "
+                                                 "probability; the queries that say ∅ draw nothing.")
         probs = trace["detr.class_probs"][0].numpy()  # (M, C+1)
-        fig = webapp.cached_figure(query_classes_figure, probs, list(CLASSES),
-                                   title=f"P(class) of all {cfg.n_queries} queries (detr.class_probs)")
-        webapp.chart(fig, webapp.token_frame(probs.T, list(CLASSES), query_names), "detr-classes",
-                     caption="Every query answers every time; most say ∅. The queries split the canvas by place: over "
-                             "300 canvases, the shipped model's query 7 found the digits at the top left, 2 at the "
-                             "top right, 4 at the bottom left, 0 at the bottom right.")
+        fig = widgets.cached_figure(query_classes_figure, probs, list(CLASSES),
+                                    title=f"P(class) of all {cfg.n_queries} queries (detr.class_probs)")
+        widgets.chart(fig, widgets.token_frame(probs.T, list(CLASSES), query_names), "detr-classes",
+                      caption="Every query answers every time; most say ∅. The queries split the canvas by place: over "
+                              "300 canvases, the shipped model's query 7 found the digits at the top left, 2 at the "
+                              "top right, 4 at the bottom left, 0 at the bottom right.")
 
 if cross_tab.open:
     with cross_tab:
@@ -98,14 +97,14 @@ if cross_tab.open:
         weights, which = pick_head(head_col, "detr_dec_head", trace[f"decoder.{layer}.cross_attn.weights"][0].numpy())
         weights = weights[query]  # (S,)
         answer = CLASSES[int(logits[query].argmax())]
-        fig = webapp.cached_figure(attention_on_canvas_figure, canvas.image, weights, [boxes[query].numpy()],
-                                   [query_colour(query)], title=f"Query {query} (says {answer}): cross-attention, "
-                                   f"layer {layer}, {which}")
-        webapp.chart(fig, {"cell": list(range(cfg.n_tokens)), "weight": weights}, "detr-cross",
-                     caption=f"Row {query} of decoder.{layer}.cross_attn.weights: how much of each of the "
-                             f"{cfg.grid}×{cfg.grid} feature-map cells this query reads, spread over the cell's "
-                             f"{4 * 4} pixels; its predicted box in its colour. Compare the queries: each reads its own "
-                             f"part of the canvas.")
+        fig = widgets.cached_figure(attention_on_canvas_figure, canvas.image, weights, [boxes[query].numpy()],
+                                    [query_colour(query)], title=f"Query {query} (says {answer}): cross-attention, "
+                                    f"layer {layer}, {which}")
+        widgets.chart(fig, {"cell": list(range(cfg.n_tokens)), "weight": weights}, "detr-cross",
+                      caption=f"Row {query} of decoder.{layer}.cross_attn.weights: how much of each of the "
+                              f"{cfg.grid}×{cfg.grid} feature-map cells this query reads, spread over the cell's "
+                              f"{4 * 4} pixels; its predicted box in its colour. Compare the queries: each reads its own "
+                              f"part of the canvas.")
 
 if self_tab.open:
     with self_tab:
@@ -116,11 +115,11 @@ if self_tab.open:
         cell = row * cfg.grid + col
         weights, which = pick_head(head_col, "detr_enc_head", trace[f"encoder.{layer}.self_attn.weights"][0].numpy())
         weights = weights[cell]  # (S,)
-        fig = webapp.cached_figure(attention_on_canvas_figure, canvas.image, weights, marker=(row, col),
-                                   title=f"Cell ({row}, {col}) attends to…: encoder layer {layer}, {which}")
-        webapp.chart(fig, {"cell": list(range(cfg.n_tokens)), "weight": weights}, "detr-self",
-                     caption=f"Row {cell} of encoder.{layer}.self_attn.weights: the blue square is the cell that "
-                             f"asks; orange, the cells it reads. Each cell covers 4×4 pixels of the canvas.")
+        fig = widgets.cached_figure(attention_on_canvas_figure, canvas.image, weights, marker=(row, col),
+                                    title=f"Cell ({row}, {col}) attends to…: encoder layer {layer}, {which}")
+        widgets.chart(fig, {"cell": list(range(cfg.n_tokens)), "weight": weights}, "detr-self",
+                      caption=f"Row {cell} of encoder.{layer}.self_attn.weights: the blue square is the cell that "
+                              f"asks; orange, the cells it reads. Each cell covers 4×4 pixels of the canvas.")
 
 if match_tab.open:
     with match_tab:
@@ -132,17 +131,17 @@ if match_tab.open:
         left, right = st.columns(2)
         with left:
             texts = [f"q{q} → {object_names[j]}" for q, j in zip(queries, objects)]
-            fig = webapp.cached_figure(detections_figure, canvas.image, boxes[queries].numpy(), queries.tolist(),
-                                       texts, canvas.boxes, title="Hungarian matching: query → true object")
-            webapp.chart(fig, {"query": queries, "object": [object_names[j] for j in objects],
-                               "cost": cost[queries, objects]}, "detr-matching",
-                         caption="Dotted green: the true boxes. Each true object is paired with the one query "
-                                 "that makes the total cost least; in training, only those queries learn a box, "
-                                 "and all the others learn to say ∅.")
+            fig = widgets.cached_figure(detections_figure, canvas.image, boxes[queries].numpy(), queries.tolist(),
+                                        texts, canvas.boxes, title="Hungarian matching: query → true object")
+            widgets.chart(fig, {"query": queries, "object": [object_names[j] for j in objects],
+                                "cost": cost[queries, objects]}, "detr-matching",
+                          caption="Dotted green: the true boxes. Each true object is paired with the one query "
+                                  "that makes the total cost least; in training, only those queries learn a box, "
+                                  "and all the others learn to say ∅.")
         with right:
-            fig = webapp.cached_figure(cost_matrix_figure, cost, list(zip(queries.tolist(), objects.tolist())),
-                                       object_names, title="Cost −P(class) + 5·L1 − 2·GIoU; red: the pairing")
-            webapp.chart(fig, webapp.token_frame(cost, query_names, object_names), "detr-cost")
+            fig = widgets.cached_figure(cost_matrix_figure, cost, list(zip(queries.tolist(), objects.tolist())),
+                                        object_names, title="Cost −P(class) + 5·L1 − 2·GIoU; red: the pairing")
+            widgets.chart(fig, widgets.token_frame(cost, query_names, object_names), "detr-cost")
         st.markdown(f"The set loss of this canvas: cross-entropy **{float(loss['class']):.3f}** (∅ weighted 0.1) + "
                     f"5 × L1 **{float(loss['l1']):.3f}** + 2 × (1 − GIoU) **{float(loss['giou']):.3f}** = "
                     f"**{float(loss['loss']):.3f}**.")

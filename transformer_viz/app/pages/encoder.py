@@ -3,11 +3,11 @@ and the feed-forward network's ReLU activations."""
 
 import streamlit as st
 
-from transformer_viz.app import sections, webapp
+from transformer_viz.app import frame, sections, steps, widgets
 from transformer_viz.plots.common import token_labels
 from transformer_viz.plots.layers import attention_map, head_grid
 
-sel, run = webapp.page_header(
+sel, run = frame.page_header(
     "Each of the N encoder layers does the same two things to every source position: **multi-head "
     "self-attention** (every token looks at every other token, h times in parallel), then a **position-wise "
     "feed-forward network**. Each sublayer is wrapped in a residual connection followed by LayerNorm "
@@ -20,7 +20,7 @@ S = len(labels)
 st.caption(f"Layer {i} of N = {cfg.N}, head {j} of h = {cfg.h} (change them in the sidebar). "
            f"S = {S} source tokens, d_model = {cfg.d_model}, d_k = {cfg.d_k}, d_ff = {cfg.d_ff}.")
 
-attention_tab, norm_tab, ffn_tab = webapp.steps([
+attention_tab, norm_tab, ffn_tab = steps.tabs([
     "1 · Multi-head self-attention",
     "2 · Add & Norm",
     "3 · Position-wise feed-forward",
@@ -31,12 +31,12 @@ if attention_tab.open:
         weights = run.trace[f"encoder.{i}.self_attn.weights"][0].numpy()  # (h, S, S)
         st.latex(r"\mathrm{head}_j = \mathrm{softmax}\!\Big(\frac{Q_j K_j^\top}{\sqrt{d_k}}\Big) V_j,\quad "
                  r"d_k = d_{model}/h = %d/%d = %d" % (cfg.d_model, cfg.h, cfg.d_k))
-        fig = webapp.cached_figure(head_grid, weights, labels, labels, selected=j,
-                                   title=f"Layer {i}: all {cfg.h} heads (row = query, column = key)")
-        webapp.chart(fig, {f"head {k}": weights[k].ravel() for k in range(cfg.h)}, "encoder-head-grid",
-                     caption="One small map per head; every row sums to 1. Hover for the exact weight.")
-        fig = webapp.cached_figure(attention_map, weights[j], labels, labels, title=f"Layer {i}, head {j}")
-        webapp.chart(fig, webapp.long_form(labels, labels, {"weight": weights[j]}), "encoder-head")
+        fig = widgets.cached_figure(head_grid, weights, labels, labels, selected=j,
+                                    title=f"Layer {i}: all {cfg.h} heads (row = query, column = key)")
+        widgets.chart(fig, {f"head {k}": weights[k].ravel() for k in range(cfg.h)}, "encoder-head-grid",
+                      caption="One small map per head; every row sums to 1. Hover for the exact weight.")
+        fig = widgets.cached_figure(attention_map, weights[j], labels, labels, title=f"Layer {i}, head {j}")
+        widgets.chart(fig, widgets.long_form(labels, labels, {"weight": weights[j]}), "encoder-head")
 
 if norm_tab.open:
     with norm_tab:

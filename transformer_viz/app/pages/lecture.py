@@ -1,11 +1,12 @@
 """Lecture: the whole lecture, one idea per step, on the current sentence; a presentation clicker drives it
-(→, PageDown, Space: next; ←, PageUp: previous). The steps are data (transformer_viz/lecture.py); this page
+(→, PageDown, Space: next; ←, PageUp: previous). The steps are data (transformer_viz/app/lecture/); this page
 renders any of them: its live text, its formula, its figure and a link to the page that shows it in full."""
 
 import streamlit as st
 
-from transformer_viz.app import lecture, sections, webapp
+from transformer_viz.app import about, catalogue, frame, lecture, loaders, sections, widgets
 from transformer_viz.app.navigation import PAGES
+from transformer_viz.app.sidebar import Selection
 
 STEP, JUMP, PROJECTOR, PRESET = "lecture_step", "lecture_jump", "lecture_projector", "lecture_preset"
 N = len(lecture.STEPS)
@@ -72,7 +73,7 @@ def navigation_row(step_no: int) -> bool:
     return mode.toggle("Projector", key=PROJECTOR, help="Large text and figures for a lecture hall; kept in the link")
 
 
-def page_link(step: lecture.Step, sel: webapp.Selection) -> None:
+def page_link(step: lecture.Step, sel: Selection) -> None:
     page = next((p for p in PAGES if p.url_path == step.page), None)
     if page is None:
         st.caption("This idea has no page of its own in the app yet: the figure is drawn from the formulas.")
@@ -83,17 +84,17 @@ def page_link(step: lecture.Step, sel: webapp.Selection) -> None:
                                "head": str(sel.head)})
 
 
-def presets(sel: webapp.Selection, run) -> None:
+def presets(sel: Selection, run) -> None:
     """The lecture's own example sentences, in the direction they need; an honest line when one is shown."""
     names = {}
-    for name in webapp.list_checkpoints():
-        names.setdefault(webapp.checkpoint_info(name)[1].get("src_lang"), name)
+    for name in catalogue.list_checkpoints():
+        names.setdefault(about.checkpoint_info(name)[1].get("src_lang"), name)
     usable = [p for p in lecture.PRESETS if p.src_lang in names]
     st.selectbox("The lecture's examples", [None] + usable, key=PRESET, on_change=use_preset, args=(names,),
                  format_func=lambda p: "— pick one —" if p is None else f"{p.label}: {p.sentence}")
     preset = lecture.preset_for(run.source_text)
     if preset is not None and preset.src_lang == sel.src_lang:
-        tokenizer = webapp.get_checkpoint(sel.checkpoint).tokenizer
+        tokenizer = loaders.get_checkpoint(sel.checkpoint).tokenizer
         st.info(lecture.preset_verdict(preset, run, tokenizer.convert_ids_to_tokens))
 
 
@@ -104,31 +105,31 @@ def speaker_notes(step: lecture.Step) -> None:
             st.markdown(f"**Careful:** {step.notes.careful}")
 
 
-def show_step(step: lecture.Step, sel: webapp.Selection, run, projector: bool) -> None:
-    ckpt = webapp.get_checkpoint(sel.checkpoint)
+def show_step(step: lecture.Step, sel: Selection, run, projector: bool) -> None:
+    ckpt = loaders.get_checkpoint(sel.checkpoint)
     ctx = lecture.Context(run, sel.layer, sel.head, ckpt.tokenizer.convert_ids_to_tokens, ckpt.metadata,
                           st.session_state.get("lecture_what_if_position", 0) + 1)
     words, picture = st.columns([2, 3] if projector else [1, 1])  # formulas fit the text column
     with words:
         st.subheader(step.title, anchor=False)
         with st.container(key="lecture_text"):
-            st.markdown(webapp.escape_markdown(step.text(ctx)))
+            st.markdown(widgets.escape_markdown(step.text(ctx)))
         st.latex(step.formula)
         page_link(step, sel)
     with picture:
-        spec = lecture.FIGURES[step.figure](ctx)
-        fig = webapp.cached_figure(lecture.draw, spec.plot, projector, *spec.args, **spec.kwargs)
+        spec = step.figure(ctx)
+        fig = widgets.cached_figure(lecture.drawer(spec.plot, projector), *spec.args, **spec.kwargs)
         with st.container(key="lecture_figure"):
-            webapp.chart(fig, spec.data, f"lecture-{step.id}")
+            widgets.chart(fig, spec.data, f"lecture-{step.id}")
     if step.id == "inference":
         st.subheader("What if the model had chosen another word?", anchor=False)
         sections.what_if(sel, run, "lecture_what_if")
 
 
 state = st.session_state
-sel = webapp.selection()
+sel = frame.selection()
 if STEP not in state:  # the session's first look at the lecture: the link's step and mode
-    state[STEP] = lecture.step_number(webapp.link_step())
+    state[STEP] = lecture.step_number(frame.link_step())
     state[PROJECTOR] = st.query_params.get("projector") == "1"
 step_no = min(max(int(state[STEP]), 1), N)
 projector = navigation_row(step_no)
@@ -140,7 +141,7 @@ if projector:
 else:
     st.query_params.pop("projector", None)
 st.query_params["step"] = str(step_no)
-run = webapp.require_run(sel)
+run = frame.require_run(sel)
 show_step(lecture.STEPS[step_no - 1], sel, run, projector)
 presets(sel, run)
 speaker_notes(lecture.STEPS[step_no - 1])

@@ -2,11 +2,11 @@
 
 import streamlit as st
 
-from transformer_viz.app import webapp
+from transformer_viz.app import about, frame, loaders, widgets
 from transformer_viz.plots.architecture import architecture_figure
 from transformer_viz.plots.blocks import DIAGRAM_CAPTION
 
-sel, _ = webapp.page_header(
+sel, _ = frame.page_header(
     "An encoder reads the whole source sentence at once; a decoder writes the translation one token at a "
     "time, attending to its own earlier output (masked self-attention) and to the encoder's output "
     "(cross-attention). Every page of this app looks inside one step of that computation.", run=False)
@@ -15,37 +15,37 @@ sel, _ = webapp.page_header(
 # reader has something to look at, and the browser fetches its chart code while torch loads.
 source_col, translation_col = st.columns(2)
 formula_slot, figure_slot = st.empty(), st.empty()
-cfg, metadata = webapp.checkpoint_info(sel.checkpoint)
-st.markdown(webapp.training_data_line(metadata) + " [Model card](#model-card)")
-if not webapp.model_loaded(sel.checkpoint):
-    figure_slot.plotly_chart(webapp.cached_figure(architecture_figure, N=cfg.N, d_model=cfg.d_model, h=cfg.h,
-                                                  d_ff=cfg.d_ff, vocab_size=cfg.vocab_size, S="S", T="T"),
-                             width="stretch", key="architecture-symbolic", theme=None, config=webapp.CHART_CONFIG)
-run = webapp.current_run(sel)
+cfg, metadata = about.checkpoint_info(sel.checkpoint)
+st.markdown(about.training_data_line(metadata) + " [Model card](#model-card)")
+if not loaders.model_loaded(sel.checkpoint):
+    figure_slot.plotly_chart(widgets.cached_figure(architecture_figure, N=cfg.N, d_model=cfg.d_model, h=cfg.h,
+                                                   d_ff=cfg.d_ff, vocab_size=cfg.vocab_size, S="S", T="T"),
+                             width="stretch", key="architecture-symbolic", theme=None, config=widgets.CHART_CONFIG)
+run = frame.current_run(sel)
 if run is None:  # the input was refused (the message is shown): no figure, whether the model was loaded or not
     figure_slot.empty()
     st.stop()
 
-decoding = webapp.generation_defaults(sel.checkpoint)
-best = webapp.get_run(sel.checkpoint, sel.sentence, decoding.num_beams) if decoding.num_beams > 1 else run
+decoding = about.generation_defaults(sel.checkpoint)
+best = loaders.get_run(sel.checkpoint, sel.sentence, decoding.num_beams) if decoding.num_beams > 1 else run
 with source_col:
-    webapp.show_user_text(f"Source ({sel.src_name})", run.source_text)
+    widgets.show_user_text(f"Source ({sel.src_name})", run.source_text)
 with translation_col:
-    webapp.show_user_text(f"Translation ({sel.tgt_name}, {decoding.describe()}: this model's default)",
-                          best.translation or "(empty)")
+    widgets.show_user_text(f"Translation ({sel.tgt_name}, {decoding.describe()}: this model's default)",
+                           best.translation or "(empty)")
     if best is not run and best.translation != run.translation:
-        webapp.show_user_text("The step-by-step pages follow greedy decoding, which gives", run.translation)
+        widgets.show_user_text("The step-by-step pages follow greedy decoding, which gives", run.translation)
 S, T = len(run.src_ids), len(run.tgt_ids)
 formula_slot.latex(r"\text{Transformer}: (B, S) = (1, %d)\ \text{source IDs} \;\to\; (B, T, V) = (1, %d, %d)\ "
                    r"\text{logits}" % (S, T, cfg.vocab_size))
-fig = webapp.cached_figure(architecture_figure, N=cfg.N, d_model=cfg.d_model, h=cfg.h, d_ff=cfg.d_ff,
-                           vocab_size=cfg.vocab_size, S=S, T=T)
+fig = widgets.cached_figure(architecture_figure, N=cfg.N, d_model=cfg.d_model, h=cfg.h, d_ff=cfg.d_ff,
+                            vocab_size=cfg.vocab_size, S=S, T=T)
 with figure_slot.container():
-    webapp.chart(fig, {"component": ["source", "target", "d_model", "h", "d_k", "d_ff", "N", "V"],
-                       "value": [S, T, cfg.d_model, cfg.h, cfg.d_k, cfg.d_ff, cfg.N, cfg.vocab_size]}, "architecture",
-                 caption=DIAGRAM_CAPTION)
+    widgets.chart(fig, {"component": ["source", "target", "d_model", "h", "d_k", "d_ff", "N", "V"],
+                        "value": [S, T, cfg.d_model, cfg.h, cfg.d_k, cfg.d_ff, cfg.N, cfg.vocab_size]}, "architecture",
+                  caption=DIAGRAM_CAPTION)
 
-card = webapp.model_card_text(sel.checkpoint)
+card = about.model_card_text(sel.checkpoint)
 if card:
     st.subheader("Model card", anchor="model-card")
     with st.expander("Training data, hyper-parameters, scores and training history"):

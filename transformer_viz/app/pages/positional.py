@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from transformer_viz.app import webapp
+from transformer_viz.app import frame, loaders, steps, widgets
 from transformer_viz.models.transformer import sinusoidal_positional_encoding
 from transformer_viz.plots import positional as plots
 from transformer_viz.text.tokenizer import InputError
@@ -22,12 +22,12 @@ def pe_matrix(length: int, d_model: int, base: float) -> np.ndarray:
 @st.cache_data(show_spinner="Running the reversed sentence…", max_entries=64)
 def reversed_inputs(checkpoint: str, text: str) -> tuple[str, list[str], np.ndarray, np.ndarray]:
     # Only what the comparison needs, as numpy: unpickling a whole traced run on every rerun is slow.
-    other = webapp.get_run(checkpoint, text)
+    other = loaders.get_run(checkpoint, text)
     return (other.source_text, other.src_tokens, other.trace["src.embedding"][0].numpy(),
             other.trace["src.input"][0].numpy())
 
 
-sel, run = webapp.page_header(
+sel, run = frame.page_header(
     "Self-attention treats its input as a set: shuffle the tokens and each one gets the same result, just "
     "shuffled. To let word order matter, a fixed vector that depends only on the position is added to each "
     "token's embedding. Each pair of dimensions (2i, 2i+1) is a sine and a cosine of one frequency, from "
@@ -52,7 +52,7 @@ if base != cfg.pe_base:
     st.info(f"Exploring base {base:g}; the model itself (and steps 4–5) uses base {cfg.pe_base:g}.")
 pe = pe_matrix(length, d_model, base)
 
-matrix_tab, curves_tab, similarity_tab, sum_tab, order_tab = webapp.steps([
+matrix_tab, curves_tab, similarity_tab, sum_tab, order_tab = steps.tabs([
     "1 · The PE matrix",
     "2 · sin/cos curves",
     "3 · Position similarity",
@@ -66,12 +66,12 @@ if matrix_tab.open:
                            horizontal=True, key="positional_columns") == "sin and cos halves side by side"
         title = f"PE, {length} positions × d_model = {d_model} (base {base:g})"
         # The formula is unchanged: grouping only reorders the columns, so the view has no moiré.
-        fig = webapp.cached_figure(plots.pe_halves_heatmap if grouped else plots.pe_heatmap, pe, title)
-        webapp.chart(fig, pd.DataFrame(pe), "positional-matrix")
+        fig = widgets.cached_figure(plots.pe_halves_heatmap if grouped else plots.pe_heatmap, pe, title)
+        widgets.chart(fig, pd.DataFrame(pe), "positional-matrix")
         shown_bases = sorted({100.0, 1000.0, 10000.0, 100000.0, base})
-        fig = webapp.cached_figure(plots.wavelength_figure, d_model, shown_bases, base)
-        webapp.chart(fig, pd.DataFrame({f"base {b:g}": plots.wavelengths(d_model, b) for b in shown_bases}),
-                     "positional-wavelengths")
+        fig = widgets.cached_figure(plots.wavelength_figure, d_model, shown_bases, base)
+        widgets.chart(fig, pd.DataFrame({f"base {b:g}": plots.wavelengths(d_model, b) for b in shown_bases}),
+                      "positional-wavelengths")
 
 if curves_tab.open:
     with curves_tab:
@@ -79,9 +79,9 @@ if curves_tab.open:
         defaults = sorted({0, 1, d_model // 8, d_model // 2})
         dims = st.multiselect("Dimensions", list(range(d_model)), default=defaults)
         if dims:
-            fig = webapp.cached_figure(plots.pe_curves_figure, pe, dims, d_model, base)
-            webapp.chart(fig, pd.DataFrame({f"dim {d}": pe[:, d] for d in dims}), "positional-curves",
-                         caption="Lines: the formula evaluated between positions. Markers: the rows of the PE matrix.")
+            fig = widgets.cached_figure(plots.pe_curves_figure, pe, dims, d_model, base)
+            widgets.chart(fig, pd.DataFrame({f"dim {d}": pe[:, d] for d in dims}), "positional-curves",
+                          caption="Lines: the formula evaluated between positions. Markers: the rows of the PE matrix.")
 
 if similarity_tab.open:
     with similarity_tab:
@@ -92,9 +92,9 @@ if similarity_tab.open:
         st.markdown("The dot product depends only on the distance p − q: nearby positions look alike, and the "
                     "pattern is the same along every diagonal.")
         similarity = plots.position_similarity(pe, kind)
-        fig = webapp.cached_figure(plots.position_similarity_heatmap, similarity, kind,
-                                   f"PE_p · PE_q ({kind}), base {base:g}")
-        webapp.chart(fig, pd.DataFrame(similarity), "positional-similarity")
+        fig = widgets.cached_figure(plots.position_similarity_heatmap, similarity, kind,
+                                    f"PE_p · PE_q ({kind}), base {base:g}")
+        widgets.chart(fig, pd.DataFrame(similarity), "positional-similarity")
 
 if sum_tab.open:
     with sum_tab:
@@ -103,12 +103,12 @@ if sum_tab.open:
                  r"\overline{\lVert E\sqrt{d_{model}} \rVert} = %.3f,\quad \lVert PE_{pos} \rVert = \sqrt{%d/2} = %.3f"
                  % (d_model, mean_norm, d_model, math.sqrt(d_model / 2)))
         parts = {"embedding": embedding, "positional": positional, "input": total}
-        fig = webapp.cached_figure(plots.embedding_plus_pe_figure, embedding, positional, total, run.src_tokens)
-        webapp.chart(fig, pd.concat({name: pd.DataFrame(part) for name, part in parts.items()}), "positional-sum")
-        fig = webapp.cached_figure(plots.norms_figure, embedding, positional, total, run.src_tokens)
-        webapp.chart(fig, pd.DataFrame({"token": webapp.row_names(run.src_tokens),
-                                        **{name: np.linalg.norm(part, axis=-1) for name, part in parts.items()}}),
-                     "positional-norms")
+        fig = widgets.cached_figure(plots.embedding_plus_pe_figure, embedding, positional, total, run.src_tokens)
+        widgets.chart(fig, pd.concat({name: pd.DataFrame(part) for name, part in parts.items()}), "positional-sum")
+        fig = widgets.cached_figure(plots.norms_figure, embedding, positional, total, run.src_tokens)
+        widgets.chart(fig, pd.DataFrame({"token": widgets.row_names(run.src_tokens),
+                                         **{name: np.linalg.norm(part, axis=-1) for name, part in parts.items()}}),
+                      "positional-norms")
 
 if order_tab.open:
     with order_tab:
@@ -123,13 +123,13 @@ if order_tab.open:
         try:
             other_text, other_tokens, other_embedding, other_input = reversed_inputs(sel.checkpoint, reversed_text)
         except InputError as exc:
-            st.warning(webapp.escape_markdown(str(exc)))
+            st.warning(widgets.escape_markdown(str(exc)))
             st.stop()
         left, right = st.columns(2)
         with left:
-            webapp.show_user_text("Original order", run.source_text)
+            widgets.show_user_text("Original order", run.source_text)
         with right:
-            webapp.show_user_text("Reversed word order", other_text)
+            widgets.show_user_text("Reversed word order", other_text)
         if sorted(run.src_tokens) != sorted(other_tokens):
             st.info("The tokenizer cut the reversed text slightly differently; tokens without a partner are marked.")
         matches = plots.match_positions(run.src_tokens, other_tokens)
@@ -141,5 +141,5 @@ if order_tab.open:
             st.latex(formula)
         table = pd.DataFrame(comparison).astype({"position (reversed)": "Int64"})
         st.dataframe(table, hide_index=True)
-        fig = webapp.cached_figure(plots.order_difference_heatmap, difference, run.src_tokens, matches)
-        webapp.chart(fig, webapp.token_frame(difference, run.src_tokens), "positional-order")
+        fig = widgets.cached_figure(plots.order_difference_heatmap, difference, run.src_tokens, matches)
+        widgets.chart(fig, widgets.token_frame(difference, run.src_tokens), "positional-order")

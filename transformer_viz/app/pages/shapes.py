@@ -4,10 +4,10 @@ import pandas as pd
 import streamlit as st
 
 from transformer_viz import engine
-from transformer_viz.app import webapp
+from transformer_viz.app import frame, widgets
 from transformer_viz.plots import shapes as plots
 from transformer_viz.plots.blocks import DIAGRAM_CAPTION
-from transformer_viz.core.trace import trace_names
+from transformer_viz.models.transformer import trace_names
 
 
 @st.cache_data(show_spinner="Tracing the paper's base model (random weights)…", max_entries=32)
@@ -32,7 +32,7 @@ def flow_latex(steps: list[dict]) -> str:
     return r" \to ".join(s["shape"] for s in chosen)
 
 
-sel, run = webapp.page_header(
+sel, run = frame.page_header(
     "Following the sizes is the quickest way to understand the architecture: the sentence becomes a "
     "(B, S) block of IDs, and every encoder sublayer keeps the (B, S, d_model) shape of its residual stream; "
     "the decoder's stream, over the target so far, is (B, T, d_model). Attention briefly splits the stream "
@@ -51,13 +51,13 @@ S, T = len(run.src_ids), len(run.tgt_ids)
 S_base, T_base = base_shapes["src.token_ids"][1], base_shapes["tgt.token_ids"][1]
 names = trace_names(max(cfg["N"], base_cfg["N"]))
 
-st.subheader(f"Loaded model: {webapp.escape_markdown(sel.checkpoint)}")
+st.subheader(f"Loaded model: {widgets.escape_markdown(sel.checkpoint)}")
 st.latex(dims_latex(cfg, S, T))
 loaded_steps = plots.flow_steps(loaded_shapes, names)
 st.latex(flow_latex(loaded_steps))
-fig = webapp.cached_figure(plots.shape_flow_figure, loaded_steps,
-                           "Loaded model, layer 0 (every layer has the same shapes)")
-webapp.chart(fig, pd.DataFrame(loaded_steps), "shapes-flow-loaded", caption=DIAGRAM_CAPTION)
+fig = widgets.cached_figure(plots.shape_flow_figure, loaded_steps,
+                            "Loaded model, layer 0 (every layer has the same shapes)")
+widgets.chart(fig, pd.DataFrame(loaded_steps), "shapes-flow-loaded", caption=DIAGRAM_CAPTION)
 
 st.subheader("The paper's base model (random weights)")
 V, d = base_cfg["vocab_size"], base_cfg["d_model"]
@@ -73,8 +73,8 @@ st.markdown(
 st.latex(dims_latex(base_cfg, S_base, T_base))
 base_steps = plots.flow_steps(base_shapes, names)
 st.latex(flow_latex(base_steps))
-fig = webapp.cached_figure(plots.shape_flow_figure, base_steps, "Paper base model, layer 0")
-webapp.chart(fig, pd.DataFrame(base_steps), "shapes-flow-base")
+fig = widgets.cached_figure(plots.shape_flow_figure, base_steps, "Paper base model, layer 0")
+widgets.chart(fig, pd.DataFrame(base_steps), "shapes-flow-base")
 
 st.subheader("Every traced tensor")
 st.markdown("One row per name recorded in the forward pass (see docs/trace_names.md). "

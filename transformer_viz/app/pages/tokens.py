@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from transformer_viz.app import webapp
+from transformer_viz.app import frame, loaders, steps, widgets
 from transformer_viz.plots import embeddings as plots
 from transformer_viz.plots.common import WORD_START, token_text
 
@@ -14,19 +14,19 @@ from transformer_viz.plots.common import WORD_START, token_text
 @st.cache_data(show_spinner=False, max_entries=64)
 def nearest(checkpoint: str, ids: tuple[int, ...], k: int) -> tuple[np.ndarray, np.ndarray, list[list[str]]]:
     # One pass over the whole vocabulary per (sentence, k), not per rerun.
-    ckpt = webapp.get_checkpoint(checkpoint)
+    ckpt = loaders.get_checkpoint(checkpoint)
     weight = ckpt.model.src_embed.weight.detach().cpu().numpy()  # (V, d_model)
     top, sims = plots.nearest_neighbours(weight, list(ids), k)
     names = [ckpt.tokenizer.convert_ids_to_tokens([int(i) for i in row]) for row in top]
     return top, sims, names
 
 
-sel, run = webapp.page_header(
+sel, run = frame.page_header(
     "The model never sees letters. A subword tokenizer (BPE) cuts the sentence into pieces from a fixed "
     "vocabulary, each piece has an ID, and the ID picks one row of the embedding matrix E. That row, scaled "
     "by √d_model, is the token's vector; the positional encoding is added next (see *Positional encoding*).")
 
-ckpt = webapp.get_checkpoint(sel.checkpoint)
+ckpt = loaders.get_checkpoint(sel.checkpoint)
 cfg = run.config
 d_model, V = cfg.d_model, cfg.vocab_size
 tokens, ids = run.src_tokens, run.src_ids
@@ -35,7 +35,7 @@ embedding = run.trace["src.embedding"][0].numpy()  # (S, d_model), already × �
 st.latex(r"x = E[\text{id}] \cdot \sqrt{d_{model}},\qquad E \in \mathbb{R}^{V \times d_{model}} = "
          r"\mathbb{R}^{%d \times %d},\quad S = %d\ \text{tokens}" % (V, d_model, S))
 
-ids_tab, padding_tab, embedding_tab, scaling_tab, similarity_tab, neighbours_tab = webapp.steps([
+ids_tab, padding_tab, embedding_tab, scaling_tab, similarity_tab, neighbours_tab = steps.tabs([
     "1 · Tokens and IDs",
     "2 · Padding",
     "3 · Embedding rows",
@@ -46,7 +46,7 @@ ids_tab, padding_tab, embedding_tab, scaling_tab, similarity_tab, neighbours_tab
 
 if ids_tab.open:
     with ids_tab:
-        webapp.show_user_text(f"Source ({sel.src_name})", run.source_text)
+        widgets.show_user_text(f"Source ({sel.src_name})", run.source_text)
         st.markdown(f"`{WORD_START}` marks the start of a word (the tokenizer stores it as ▁, U+2581, which many "
                     "fonts draw like an underscore); `</s>` ends the source so the encoder knows where it stops.")
         st.dataframe(pd.DataFrame({"position": range(S), "token": [token_text(t) for t in tokens], "ID": ids}),
@@ -65,16 +65,16 @@ if padding_tab.open:
             padded, mask = plots.pad_ids(ids, length, cfg.pad_id)
             st.latex(r"\text{mask}_j = [\,\text{id}_j \neq %d\,]:\ %d\ \text{real} + %d\ \text{padding} = %d"
                      % (cfg.pad_id, S, length - S, length))
-            fig = webapp.cached_figure(plots.padding_figure, tokens, padded, mask)
-            webapp.chart(fig, pd.DataFrame({"ID": padded, "mask": mask}), "tokens-padding")
+            fig = widgets.cached_figure(plots.padding_figure, tokens, padded, mask)
+            widgets.chart(fig, pd.DataFrame({"ID": padded, "mask": mask}), "tokens-padding")
 
 if embedding_tab.open:
     with embedding_tab:
         st.markdown(f"Each row is one token's vector: its ID selects row E[id] of the {V} × {d_model} matrix "
                     "(tied: the same matrix embeds the target and projects to the output vocabulary).")
-        fig = webapp.cached_figure(plots.embedding_heatmap, embedding, tokens,
-                                   "src.embedding = E[id]·√d_model  (S × d_model)")
-        webapp.chart(fig, webapp.token_frame(embedding, tokens), "tokens-embedding")
+        fig = widgets.cached_figure(plots.embedding_heatmap, embedding, tokens,
+                                    "src.embedding = E[id]·√d_model  (S × d_model)")
+        widgets.chart(fig, widgets.token_frame(embedding, tokens), "tokens-embedding")
 
 if scaling_tab.open:
     with scaling_tab:
@@ -88,16 +88,16 @@ if scaling_tab.open:
                     np.linalg.norm(raw), np.linalg.norm(scaled)))
         st.markdown("Without the factor, the embedding rows (initialised with norm ≈ 1) would be small next to the "
                     f"positional encoding, whose every row has norm √(d_model/2) = {math.sqrt(d_model / 2):.4g}.")
-        fig = webapp.cached_figure(plots.scaling_figure, raw, scaled, tokens[position], d_model)
-        webapp.chart(fig, pd.DataFrame({"raw": raw, "scaled": scaled}), "tokens-scaling")
+        fig = widgets.cached_figure(plots.scaling_figure, raw, scaled, tokens[position], d_model)
+        widgets.chart(fig, pd.DataFrame({"raw": raw, "scaled": scaled}), "tokens-scaling")
 
 if similarity_tab.open:
     with similarity_tab:
         st.latex(r"\cos(x_i, x_j) = \frac{x_i \cdot x_j}{\lVert x_i \rVert\, \lVert x_j \rVert}"
                  r"\quad\text{(the factor }\sqrt{d_{model}}\text{ cancels)}")
         similarity = plots.cosine_similarity_matrix(embedding)
-        fig = webapp.cached_figure(plots.cosine_heatmap, similarity, tokens, "Cosine similarity of the embedding rows")
-        webapp.chart(fig, webapp.token_frame(similarity, tokens, tokens), "tokens-cosine")
+        fig = widgets.cached_figure(plots.cosine_heatmap, similarity, tokens, "Cosine similarity of the embedding rows")
+        widgets.chart(fig, widgets.token_frame(similarity, tokens, tokens), "tokens-cosine")
 
 if neighbours_tab.open:
     with neighbours_tab:
@@ -105,9 +105,9 @@ if neighbours_tab.open:
                     "Training pulls tokens used in similar contexts together; #0 is always the token itself (cosine 1).")
         k = st.slider("Neighbours per token", min_value=2, max_value=min(10, V), value=min(5, V))
         top, sims, names = nearest(sel.checkpoint, tuple(ids), k)
-        fig = webapp.cached_figure(plots.neighbours_figure, tokens, names, sims)
-        webapp.chart(fig, pd.DataFrame({"token": [t for t in webapp.row_names(tokens) for _ in range(k)],
-                                        "rank": list(range(k)) * S,
-                                        "neighbour": [n for row in names for n in row],
-                                        "neighbour ID": top.reshape(-1), "cosine": sims.reshape(-1)}),
-                     "tokens-neighbours")
+        fig = widgets.cached_figure(plots.neighbours_figure, tokens, names, sims)
+        widgets.chart(fig, pd.DataFrame({"token": [t for t in widgets.row_names(tokens) for _ in range(k)],
+                                         "rank": list(range(k)) * S,
+                                         "neighbour": [n for row in names for n in row],
+                                         "neighbour ID": top.reshape(-1), "cosine": sims.reshape(-1)}),
+                      "tokens-neighbours")

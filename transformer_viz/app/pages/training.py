@@ -6,10 +6,11 @@ import math
 import pandas as pd
 import streamlit as st
 
-from transformer_viz.app import webapp
+from transformer_viz.app import frame, loaders, sidebar, widgets
+from transformer_viz.app.lecture.figures import lr_curve
 from transformer_viz.engine import teacher_forced_logits, teacher_forcing_losses
 from transformer_viz.plots.common import safe_label, token_text
-from transformer_viz.plots.training import expected_token_figure, history_figure, lr_curve, lr_schedule_figure
+from transformer_viz.plots.training import expected_token_figure, history_figure, lr_schedule_figure
 from transformer_viz.training.schedule import learning_rate
 from transformer_viz.text.tokenizer import InputError
 from transformer_viz.training.translation import TrainConfig
@@ -19,16 +20,16 @@ TRAINING_DEFAULTS = TrainConfig()  # what a model card that records no schedule 
 
 @st.cache_resource(show_spinner="Running teacher forcing…", max_entries=64)
 def reference_logits(checkpoint: str, sentence: str, reference: str):
-    return teacher_forced_logits(webapp.get_checkpoint(checkpoint), sentence, reference)
+    return teacher_forced_logits(loaders.get_checkpoint(checkpoint), sentence, reference)
 
 
 # The curves and the schedule come from the model card: they show even when the sentence is refused.
-sel, _ = webapp.page_header(
+sel, _ = frame.page_header(
     "The model learns from sentence pairs by **teacher forcing**: the decoder is given the correct target "
     "shifted right by one position and must predict, at every position at once, the next correct token. "
     "The loss is the cross-entropy of those predictions (with label smoothing in training), minimised by "
     "Adam with the paper's warm-up learning-rate schedule.", run=False)
-ckpt = webapp.get_checkpoint(sel.checkpoint)
+ckpt = loaders.get_checkpoint(sel.checkpoint)
 meta, cfg = ckpt.metadata, ckpt.config
 training = meta.get("training") or {}
 st.markdown(
@@ -49,9 +50,9 @@ else:
     st.latex(r"\text{%d epochs, %d steps; best validation BLEU } %.2f \text{ at epoch } %d"
              % (len(history), int(history[-1].get("step") or 0), best.get("val_bleu") or 0.0,
                 int(best.get("epoch") or 0)))
-    fig = webapp.cached_figure(history_figure, history,
-                               title="Loss (left) and validation BLEU (right) per epoch")
-    webapp.chart(fig, pd.DataFrame(history), "training-history")
+    fig = widgets.cached_figure(history_figure, history,
+                                title="Loss (left) and validation BLEU (right) per epoch")
+    widgets.chart(fig, pd.DataFrame(history), "training-history")
 
 # --- learning-rate schedule ----------------------------------------------------------------------
 st.header("2 · Learning-rate schedule")
@@ -72,23 +73,23 @@ if "warmup" not in training:
                f"{TRAINING_DEFAULTS.warmup}, factor {TRAINING_DEFAULTS.lr_factor}).")
 steps, lrs = lr_curve(cfg.d_model, warmup, factor, total)
 marker_lr = learning_rate(int(trained_steps), cfg.d_model, warmup, factor) if trained_steps else None
-fig = webapp.cached_figure(lr_schedule_figure, steps, lrs, warmup, marker_step=trained_steps, marker_lr=marker_lr,
-                           title=f"Learning rate for d_model = {cfg.d_model}")
-webapp.chart(fig, {"step": steps, "learning rate": lrs}, "training-lr",
-             caption="Linear warm-up while Adam's moment estimates are still unreliable, then decay with 1/√step.")
+fig = widgets.cached_figure(lr_schedule_figure, steps, lrs, warmup, marker_step=trained_steps, marker_lr=marker_lr,
+                            title=f"Learning rate for d_model = {cfg.d_model}")
+widgets.chart(fig, {"step": steps, "learning rate": lrs}, "training-lr",
+              caption="Linear warm-up while Adam's moment estimates are still unreliable, then decay with 1/√step.")
 
 # --- teacher forcing -----------------------------------------------------------------------------
 st.header("3 · Teacher forcing on this sentence")
-run = webapp.require_run(sel)
+run = frame.require_run(sel)
 reference = st.text_input(f"Reference translation ({sel.tgt_name}, optional)", key="training_reference",
-                          max_chars=webapp.MAX_INPUT_CHARS,
+                          max_chars=sidebar.MAX_INPUT_CHARS,
                           help="Without one, the target is the model's own greedy translation.")
 tokenizer = ckpt.tokenizer
 if reference.strip():
     try:
         decoder_input, expected, logits = reference_logits(sel.checkpoint, sel.sentence, reference)
     except InputError as exc:
-        st.warning("Reference translation: " + webapp.escape_markdown(str(exc)))
+        st.warning("Reference translation: " + widgets.escape_markdown(str(exc)))
         st.stop()
     st.markdown("Target: **your reference translation**, as a training pair would give it: the loss below is "
                 "the training loss on this pair (computed without dropout, which acts only in training).")
@@ -108,9 +109,9 @@ table = pd.DataFrame({"position t": range(len(expected)), "decoder input": input
                       "expected output": expected_tokens, "p(expected)": losses["p"], "−log p": losses["nll"]})
 st.dataframe(table, hide_index=True)
 labels = [f"{t} {safe_label(a)} → {safe_label(b)}" for t, (a, b) in enumerate(zip(input_tokens, expected_tokens))]
-fig = webapp.cached_figure(expected_token_figure, labels, losses["p"],
-                           title="Probability the model gives to each expected token")
-webapp.chart(fig, table, "training-teacher-forcing")
+fig = widgets.cached_figure(expected_token_figure, labels, losses["p"],
+                            title="Probability the model gives to each expected token")
+widgets.chart(fig, table, "training-teacher-forcing")
 n = len(expected)
 st.latex(r"%s = -\frac{1}{n}\sum_{t=1}^{n} \log p(y_t \mid y_{<t}, x) = \frac{%.4f}{%d} = %.4f"
          r"\ \text{nats}\quad(\text{perplexity } e^{%s} = %.3g)"

@@ -4,10 +4,10 @@ head, attention rollout across the layers, and the class probabilities. Pixels c
 
 import streamlit as st
 
-from transformer_viz.app import webapp
+from transformer_viz.app import frame, loaders, sidebar, steps, widgets
 from transformer_viz.plots.vit import (attention_overlay_figure, attention_rollout, class_probs_figure, patch_embeddings_figure, patch_grid_figure)
 
-webapp.page_header(
+frame.page_header(
     "Attention needs tokens, not words. A **Vision Transformer** cuts an image into patches of p × p pixels, "
     "flattens each patch and maps it linearly to d_model numbers: each patch is now a token. A learned "
     "**[CLS]** token goes in front, a learned **position embedding** is added (patches have no order of "
@@ -17,10 +17,9 @@ webapp.page_header(
     r"z_0 = [x_{cls};\, x_p^1 E; \dots; x_p^P E] + E_{pos},\quad z_\ell = \mathrm{EncoderLayer}(z_{\ell-1}),\quad "
     r"y = \mathrm{softmax}\big(W\, \mathrm{LN}(z_N^{0})\big)",
     run=False)
-name, checkpoint = webapp.page_model(
-    webapp.vit_checkpoints(), webapp.get_vit_checkpoint, "the Vision Transformer checkpoint "
-    "`checkpoints/vit-digits` (`python -m transformer_viz train-vit --out checkpoints/vit-digits`)")
-split = webapp.digits_split()
+name, checkpoint = loaders.page_model("vit", "the Vision Transformer checkpoint `checkpoints/vit-digits` "
+                                      "(`python -m transformer_viz train-vit --out checkpoints/vit-digits`)")
+split = loaders.digits_split()
 cfg, n_test = checkpoint.config, len(split.test_labels)
 P, p = cfg.n_patches, cfg.patch_size
 
@@ -29,7 +28,7 @@ def pickers() -> tuple[int, tuple[int, ...], int, int]:
     """The held-out digit (kept in the URL as digit=), the blanked patches, and the ViT's own layer and head."""
     state = st.session_state
     if "vit_digit" not in state:  # the session's first run: the link's digit
-        state["vit_digit"] = webapp.query_index("digit", n_test)
+        state["vit_digit"] = sidebar.query_index("digit", n_test)
     digit_col, occlude_col, layer_col, head_col = st.columns([1, 2, 1, 1])
     index = digit_col.number_input(f"Held-out digit (0–{n_test - 1})", 0, n_test - 1, key="vit_digit")
     st.query_params["digit"] = str(index)
@@ -41,14 +40,14 @@ def pickers() -> tuple[int, tuple[int, ...], int, int]:
 
 
 index, occluded, layer, head = pickers()
-image, trace = webapp.get_vit_run(name, index, occluded)
+image, trace = loaders.get_vit_run(name, index, occluded)
 probs = trace["probs"][0].numpy()  # (10,)
 label = int(split.test_labels[index])
 st.markdown(f"Held-out image {index}: a **{label}**. The model says **{int(probs.argmax())}** "
             f"(P = {probs.max():.2f}). Held-out accuracy of this model: "
             f"**{100 * checkpoint.metadata.get('held_out_accuracy', float('nan')):.1f} %** "
             f"of {checkpoint.metadata.get('held_out_images', n_test)} images.")
-patch_tab, attention_tab, rollout_tab, class_tab = webapp.steps([
+patch_tab, attention_tab, rollout_tab, class_tab = steps.tabs([
     "1 · Patches become tokens", "2 · [CLS] attends to the patches", "3 · Rollout across layers",
     "4 · The class"], key="vit_step")
 token_names = ["[CLS]"] + [f"patch {k}" for k in range(1, P + 1)]
@@ -57,27 +56,27 @@ if patch_tab.open:
     with patch_tab:
         left, right = st.columns(2)
         with left:
-            fig = webapp.cached_figure(patch_grid_figure, image, p, occluded,
-                                       title=f"{cfg.image_size}×{cfg.image_size} pixels, {P} patches of {p}×{p}")
-            webapp.chart(fig, {"row": [r for r in range(image.shape[0]) for _ in range(image.shape[1])],
-                               "column": list(range(image.shape[1])) * image.shape[0], "pixel": image.ravel()},
-                         "vit-image", caption=f"Each patch's {p * p} pixel values, read row by row, are one "
-                                              f"token's input (vit.patches).")
+            fig = widgets.cached_figure(patch_grid_figure, image, p, occluded,
+                                        title=f"{cfg.image_size}×{cfg.image_size} pixels, {P} patches of {p}×{p}")
+            widgets.chart(fig, {"row": [r for r in range(image.shape[0]) for _ in range(image.shape[1])],
+                                "column": list(range(image.shape[1])) * image.shape[0], "pixel": image.ravel()},
+                          "vit-image", caption=f"Each patch's {p * p} pixel values, read row by row, are one "
+                                               f"token's input (vit.patches).")
         with right:
             patches = trace["vit.patches"][0].numpy()  # (P, p·p)
-            fig = webapp.cached_figure(patch_embeddings_figure, patches, token_names[1:], pixels=True,
-                                       title=f"The patches, flattened: P × p·p = {P} × {p * p}")
-            webapp.chart(fig, webapp.token_frame(patches, token_names[1:]), "vit-patches")
+            fig = widgets.cached_figure(patch_embeddings_figure, patches, token_names[1:], pixels=True,
+                                        title=f"The patches, flattened: P × p·p = {P} × {p * p}")
+            widgets.chart(fig, widgets.token_frame(patches, token_names[1:]), "vit-patches")
         embedded = trace["vit.patch_embed"][0].numpy()  # (P, d_model)
-        fig = webapp.cached_figure(patch_embeddings_figure, embedded, token_names[1:],
-                                   title=f"Patch embeddings x_p E: P × d_model = {P} × {cfg.d_model}")
-        webapp.chart(fig, webapp.token_frame(embedded, token_names[1:]), "vit-patch-embed",
-                     caption="One linear map E for every patch: a blank patch gets E's bias only.")
+        fig = widgets.cached_figure(patch_embeddings_figure, embedded, token_names[1:],
+                                    title=f"Patch embeddings x_p E: P × d_model = {P} × {cfg.d_model}")
+        widgets.chart(fig, widgets.token_frame(embedded, token_names[1:]), "vit-patch-embed",
+                      caption="One linear map E for every patch: a blank patch gets E's bias only.")
         tokens = trace["vit.tokens"][0].numpy()  # (P + 1, d_model)
-        fig = webapp.cached_figure(patch_embeddings_figure, tokens, token_names,
-                                   title="The encoder's input z_0: [CLS] first, position embeddings added")
-        webapp.chart(fig, webapp.token_frame(tokens, token_names), "vit-tokens",
-                     caption="Blank patches now differ: the position embedding tells the layers where each is.")
+        fig = widgets.cached_figure(patch_embeddings_figure, tokens, token_names,
+                                    title="The encoder's input z_0: [CLS] first, position embeddings added")
+        widgets.chart(fig, widgets.token_frame(tokens, token_names), "vit-tokens",
+                      caption="Blank patches now differ: the position embedding tells the layers where each is.")
 
 if attention_tab.open:
     with attention_tab:
@@ -86,9 +85,9 @@ if attention_tab.open:
         for column, (which, row) in zip(columns, ((f"head {head}", weights[head, 0, 1:]),
                                                   ("mean of the heads", weights[:, 0, 1:].mean(0)))):
             with column:
-                fig = webapp.cached_figure(attention_overlay_figure, image, row, p,
-                                           title=f"Layer {layer}, {which}: [CLS] → patches")
-                webapp.chart(fig, {"patch": list(range(1, P + 1)), "weight": row}, f"vit-cls-{which[:4]}")
+                fig = widgets.cached_figure(attention_overlay_figure, image, row, p,
+                                            title=f"Layer {layer}, {which}: [CLS] → patches")
+                widgets.chart(fig, {"patch": list(range(1, P + 1)), "weight": row}, f"vit-cls-{which[:4]}")
         st.caption(f"Row [CLS] of the attention weights (encoder.{layer}.self_attn.weights), without its "
                    f"weight on [CLS] itself ({weights[head, 0, 0]:.2f} for head {head}), one value per patch, "
                    f"drawn over the patch's pixels. Choose the layer and head above.")
@@ -97,16 +96,16 @@ if rollout_tab.open:
     with rollout_tab:
         stacked = [trace[f"encoder.{i}.self_attn.weights"][0].numpy() for i in range(cfg.N)]  # N × (h, T, T)
         rollout = attention_rollout(stacked)  # (P + 1, P + 1)
-        fig = webapp.cached_figure(attention_overlay_figure, image, rollout[0, 1:], p, value_name="rollout",
-                                   title=f"Attention rollout through all {cfg.N} layers: [CLS] → patches")
-        webapp.chart(fig, {"patch": list(range(1, P + 1)), "rollout": rollout[0, 1:]}, "vit-rollout",
-                     caption="Abnar & Zuidema (2020): per layer the heads' mean plus the identity (the residual "
-                             "connection), rows renormalised, multiplied through the layers. A rough guide to "
-                             "which pixels reached [CLS], not an explanation of the decision.")
+        fig = widgets.cached_figure(attention_overlay_figure, image, rollout[0, 1:], p, value_name="rollout",
+                                    title=f"Attention rollout through all {cfg.N} layers: [CLS] → patches")
+        widgets.chart(fig, {"patch": list(range(1, P + 1)), "rollout": rollout[0, 1:]}, "vit-rollout",
+                      caption="Abnar & Zuidema (2020): per layer the heads' mean plus the identity (the residual "
+                              "connection), rows renormalised, multiplied through the layers. A rough guide to "
+                              "which pixels reached [CLS], not an explanation of the decision.")
 
 if class_tab.open:
     with class_tab:
-        fig = webapp.cached_figure(class_probs_figure, probs, label, title="P(digit) from the [CLS] token")
-        webapp.chart(fig, {"digit": list(range(10)), "probability": probs}, "vit-probs",
-                     caption="Orange: the prediction; green outline: the true digit. Blank a few patches and "
-                             "watch the probabilities move.")
+        fig = widgets.cached_figure(class_probs_figure, probs, label, title="P(digit) from the [CLS] token")
+        widgets.chart(fig, {"digit": list(range(10)), "probability": probs}, "vit-probs",
+                      caption="Orange: the prediction; green outline: the true digit. Blank a few patches and "
+                              "watch the probabilities move.")

@@ -1,0 +1,205 @@
+"""The figure of each lecture step: a builder per step turns the run (:class:`Context`) into a
+:class:`FigureSpec` (the plot function itself, its arguments and the data for a CSV), and :func:`draw` makes
+the figure, for a screen or a projector."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import plotly.graph_objects as go
+
+from transformer_viz.app.lecture.context import (LOOKUP_KEYS, Context, encoder_weights, lookup_weights,
+                                                 padded_length, traced)
+from transformer_viz.plots import attention as attention_plots
+from transformer_viz.plots import decoding as decoding_plots
+from transformer_viz.plots import embeddings as embedding_plots
+from transformer_viz.plots import layers as layer_plots
+from transformer_viz.plots import lecture as lecture_plots
+from transformer_viz.plots import positional as positional_plots
+from transformer_viz.plots import training as training_plots
+from transformer_viz.plots.common import projector_layout, token_labels
+from transformer_viz.training.schedule import learning_rate
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """A figure to draw: its plot function, the function's arguments, and the figure's data for a CSV."""
+    plot: Callable[..., go.Figure]
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    data: dict = field(default_factory=dict)
+
+
+def lr_curve(d_model: int, warmup: int, factor: float, total_steps: int,
+             points: int = 400) -> tuple[np.ndarray, np.ndarray]:
+    """Steps (always including ``warmup`` itself, where the schedule peaks) and the learning rate there: what
+    lr_schedule_figure draws, here and on the Training page."""
+    total_steps = max(int(total_steps), int(warmup) + 1, 2)
+    steps = np.unique(np.concatenate([np.linspace(1, total_steps, points).round().astype(int), [int(warmup)]]))
+    steps = steps[steps >= 1]
+    return steps, np.array([learning_rate(int(s), d_model, warmup, factor) for s in steps])
+
+
+def fig_rnn(ctx: Context) -> FigureSpec:
+    run = ctx.run
+    return FigureSpec(lecture_plots.rnn_context_figure, (list(run.src_tokens), list(run.tgt_tokens[1:]) + ["</s>"]),
+                      {"title": "RNN encoder–decoder: the whole source passes through one vector c"},
+                      {"source": list(run.src_tokens)})
+
+
+def fig_lookup(ctx: Context) -> FigureSpec:
+    weights = lookup_weights(ctx)
+    keys = list(ctx.run.src_tokens[:LOOKUP_KEYS])
+    return FigureSpec(attention_plots.lookup_figure, (weights, keys), {},
+                      {"key": keys, **{f"weight: {n}": w for n, w in weights.items()}})
+
+
+def fig_tokens(ctx: Context) -> FigureSpec:
+    padded, mask = embedding_plots.pad_ids(ctx.run.src_ids, padded_length(ctx), ctx.run.config.pad_id)
+    return FigureSpec(embedding_plots.padding_figure, (list(ctx.run.src_tokens), padded, mask), {},
+                      {"id": padded, "real token": mask})
+
+
+def fig_embeddings(ctx: Context) -> FigureSpec:
+    scaled = traced(ctx, "src.embedding")
+    return FigureSpec(embedding_plots.embedding_heatmap, (scaled, list(ctx.run.src_tokens)),
+                      {"title": f"E[id] × √{ctx.run.config.d_model}: one row per token"}, {"row 0": scaled[0]})
+
+
+def fig_positional(ctx: Context) -> FigureSpec:
+    pe = ctx.run.trace["src.positional"].numpy()
+    return FigureSpec(positional_plots.pe_halves_heatmap, (pe,),
+                      {"title": f"PE for the {pe.shape[0]} source positions"}, {"position 0": pe[0]})
+
+
+def fig_qkv(ctx: Context) -> FigureSpec:
+    q = attention_plots.head_slice(ctx.run.trace[f"encoder.{ctx.layer}.self_attn.q"], ctx.head)
+    title = f"Q of encoder layer {ctx.layer}, head {ctx.head}"
+    return FigureSpec(attention_plots.vectors_heatmap, (q, list(ctx.run.src_tokens), title, "query token"), {},
+                      {"q0": q[0]})
+
+
+def fig_scores(ctx: Context) -> FigureSpec:
+    p = f"decoder.{ctx.layer}.self_attn"
+    scores, masked, weights = (traced(ctx, f"{p}.{n}")[ctx.head] for n in ("scores", "masked_scores", "weights"))
+    labels = token_labels(ctx.run.tgt_tokens)
+    return FigureSpec(layer_plots.masked_attention_figure, (scores, masked, weights, labels, labels),
+                      {"title": f"Decoder layer {ctx.layer}, head {ctx.head}: scores → mask → softmax"},
+                      {"weights row 0": weights[0]})
+
+
+def fig_multihead(ctx: Context) -> FigureSpec:
+    weights, labels = encoder_weights(ctx), token_labels(ctx.run.src_tokens)
+    return FigureSpec(layer_plots.head_grid, (weights, labels, labels),
+                      {"selected": ctx.head, "title": f"Encoder layer {ctx.layer}: all {len(weights)} heads"},
+                      {f"head {h}": weights[h].ravel() for h in range(len(weights))})
+
+
+def fig_add_norm(ctx: Context) -> FigureSpec:
+    p = f"encoder.{ctx.layer}.norm1"
+    mean_after, var_after = layer_plots.position_stats(traced(ctx, f"{p}.out"))
+    mean, var = traced(ctx, f"{p}.mean"), traced(ctx, f"{p}.var")
+    return FigureSpec(layer_plots.layernorm_stats_figure,
+                      (mean, var, mean_after, var_after, token_labels(ctx.run.src_tokens)),
+                      {"title": f"Encoder layer {ctx.layer}, Add & Norm after self-attention"},
+                      {"mean before": mean, "variance before": var})
+
+
+def fig_encoder_stack(ctx: Context) -> FigureSpec:
+    labels = token_labels(ctx.run.src_tokens)
+    N = ctx.run.config.N
+    weights = np.stack([traced(ctx, f"encoder.{n}.self_attn.weights")[ctx.head] for n in range(N)])  # (N, S, S)
+    return FigureSpec(layer_plots.head_grid, (weights, labels, labels),
+                      {"title": f"Head {ctx.head} in each of the N = {N} encoder layers (panel n = layer n)",
+                       "cols": min(N, 4)}, {f"layer {n}": weights[n].ravel() for n in range(N)})
+
+
+def fig_masked_self(ctx: Context) -> FigureSpec:
+    weights = traced(ctx, f"decoder.{ctx.layer}.self_attn.weights")[ctx.head]
+    labels = token_labels(ctx.run.tgt_tokens)
+    T = len(labels)
+    return FigureSpec(layer_plots.attention_map, (weights, labels, labels),
+                      {"title": f"Decoder layer {ctx.layer}, head {ctx.head}: masked self-attention",
+                       "masked": ~np.tril(np.ones((T, T), dtype=bool))}, {"weight": weights.ravel()})
+
+
+def fig_cross(ctx: Context) -> FigureSpec:
+    weights = traced(ctx, f"decoder.{ctx.layer}.cross_attn.weights")[ctx.head]
+    return FigureSpec(layer_plots.attention_map,
+                      (weights, token_labels(ctx.run.src_tokens), token_labels(ctx.run.tgt_tokens)),
+                      {"title": f"Cross-attention, layer {ctx.layer}, head {ctx.head}: T × S",
+                       "x_title": "source key (encoder)", "y_title": "target query (decoder)"},
+                      {"weight": weights.ravel()})
+
+
+def _topk(ctx: Context, t: int) -> tuple[list[str], list[float], int | None]:
+    step = ctx.run.decoding.steps[t - 1]
+    ids = step.top_ids[0]
+    return ctx.id_to_token(ids), step.top_probs[0], ids.index(step.chosen[0]) if step.chosen[0] in ids else None
+
+
+def fig_output(ctx: Context) -> FigureSpec:
+    tokens, probs, chosen = _topk(ctx, 1)
+    return FigureSpec(decoding_plots.topk_figure, (tokens, probs),
+                      {"chosen": chosen, "title": "Step 1: the most probable tokens"},
+                      {"token": tokens, "probability": probs})
+
+
+def fig_training(ctx: Context) -> FigureSpec:
+    training = ctx.metadata.get("training") or {}
+    warmup, factor = int(training.get("warmup", 4000)), float(training.get("lr_factor", 1.0))
+    total = int(training.get("steps") or 4 * warmup)
+    steps, lrs = lr_curve(ctx.run.config.d_model, warmup, factor, total)
+    return FigureSpec(training_plots.lr_schedule_figure, (steps, lrs, warmup),
+                      {"marker_step": total, "marker_lr": learning_rate(total, ctx.run.config.d_model, warmup, factor),
+                       "title": f"Learning rate: {warmup} warm-up steps, then 1/√step"}, {"step": steps, "lr": lrs})
+
+
+def fig_inference(ctx: Context) -> FigureSpec:
+    t = min(max(ctx.position, 1), len(ctx.run.decoding.steps))
+    tokens, probs, chosen = _topk(ctx, t)
+    return FigureSpec(decoding_plots.topk_figure, (tokens, probs),
+                      {"chosen": chosen, "title": f"Step {t}: the top candidates"},
+                      {"token": tokens, "probability": probs})
+
+
+def fig_vit(ctx: Context) -> FigureSpec:
+    return FigureSpec(lecture_plots.vit_patches_figure, (224, 16), {}, {"patch": list(range(1, 197))})
+
+
+def fig_detr(ctx: Context) -> FigureSpec:
+    return FigureSpec(lecture_plots.detr_queries_figure, (10,), {}, {"query": list(range(10))})
+
+
+BUILDERS = (fig_rnn, fig_lookup, fig_tokens, fig_embeddings, fig_positional, fig_qkv, fig_scores, fig_multihead,
+            fig_add_norm, fig_encoder_stack, fig_masked_self, fig_cross, fig_output, fig_training, fig_inference,
+            fig_vit, fig_detr)
+# Keyed by the builder itself: `step.figure in FIGURES` checks that a step names one of them.
+FIGURES: dict[Callable[[Context], FigureSpec], Callable[[Context], FigureSpec]] = {f: f for f in BUILDERS}
+
+PROJECTOR_HEIGHT = 430  # px: with the page's header and navigation row, inside a 1280×720 screen
+
+
+@functools.cache
+def for_projector(plot: Callable[..., go.Figure]) -> Callable[..., go.Figure]:
+    """``plot`` drawing its figure in projector style (projector_layout, PROJECTOR_HEIGHT high)."""
+    @functools.wraps(plot)
+    def projector_plot(*args, **kwargs) -> go.Figure:
+        return projector_layout(plot(*args, **kwargs), PROJECTOR_HEIGHT)
+
+    # The app's figure cache tells figures apart by their function's name: the two styles need two names.
+    projector_plot.__qualname__ = f"{plot.__qualname__}.for_projector"
+    return projector_plot
+
+
+def drawer(plot: Callable[..., go.Figure], projector: bool) -> Callable[..., go.Figure]:
+    """The function that draws ``plot``'s figure in the style asked for."""
+    return for_projector(plot) if projector else plot
+
+
+def draw(plot: Callable[..., go.Figure], projector: bool, *args, **kwargs) -> go.Figure:
+    """The figure plot(*args, **kwargs), in projector style (projector_layout) when asked."""
+    return drawer(plot, projector)(*args, **kwargs)

@@ -1,0 +1,57 @@
+"""The app's router, run on every script run: the page's settings and style, the navigation (every page of
+navigation.PAGES, each at its own address), the shared sidebar, and then the page itself."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import streamlit as st
+
+from transformer_viz.app import frame, runlog, sidebar, style
+from transformer_viz.app.navigation import DEFAULT_PAGE, PAGES
+
+# What navigation.Page.file is relative to: absolute page paths let the app start from any directory.
+PAGES_ROOT = Path(__file__).resolve().parents[2]
+
+
+def navigation_pages() -> list[st.Page]:
+    """The pages, in navigation order, then the default page once more, hidden, at its own address.
+
+    Streamlit serves the default page at the root URL and at no other: its declared url_path would open a
+    "Page not found" dialog. The hidden copy (the same script and title) answers that address. It comes
+    last, so that a link to the page's file (st.page_link) names the first, the root URL.
+    """
+    pages = [st.Page(PAGES_ROOT / p.file, title=p.title, url_path="" if p == DEFAULT_PAGE else p.url_path,
+                     default=p == DEFAULT_PAGE) for p in PAGES]
+    address = st.Page(PAGES_ROOT / DEFAULT_PAGE.file, title=DEFAULT_PAGE.title, url_path=DEFAULT_PAGE.url_path,
+                      visibility="hidden")
+    return pages + [address]
+
+
+@st.fragment(run_every=timedelta(hours=1))
+def rerun_after_reconnect() -> None:
+    """Shows nothing; its presence makes the browser rerun the page whenever its websocket reconnects.
+
+    Streamlit's frontend asks for a full rerun after a reconnect only when it thinks the server lost
+    the session's run, for instance when the page holds a fragment that reruns on a timer, as this
+    one does (hourly, at the cost of a run that draws nothing). Behind a proxy with several processes,
+    a reconnect can land on another process that has never seen the session (its own process died):
+    without the rerun the page would keep showing the old figures while nothing behind it runs any more
+    (no widget, tab or download would answer until the student touched something). With it, the new
+    process runs the page from the widgets' values and the URL: same page, sentence, direction, layer,
+    head and open step. After a reconnect to the same process it is one cheap rerun from the caches.
+    """
+
+
+def main() -> None:
+    """One script run: the navigation picks the page; the sidebar runs before it, which may st.stop()."""
+    st.set_page_config(page_title="transformer-viz", page_icon="🔎", layout="wide")
+    style.page_style()
+    # expanded: every page listed (Streamlit folds a list of more than 12 behind "View more" otherwise).
+    page = st.navigation(navigation_pages(), expanded=True)
+    with runlog.logged_run(page.title):  # a no-op unless TRANSFORMER_VIZ_RUN_LOG names a file
+        frame.open_page(page.title, sidebar.sidebar())
+        with st.sidebar:  # before the page, which may st.stop()
+            rerun_after_reconnect()  # a session whose process died comes back on another (docs/deployment.md §4)
+        page.run()

@@ -1,0 +1,107 @@
+"""How pages show things: a figure with its CSV download, figures built once per input and shared, the
+data layouts of those downloads, user text shown safely as text, choices that went stale, and a metric's
+change."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+# The figure's own template (plots.common) gives its look, not Streamlit's theme; the toolbar shows on
+# hover (on a touch screen: after a tap), so it does not sit over a chart's title.
+CHART_CONFIG = {"displaylogo": False, "displayModeBar": "hover", "scrollZoom": False}
+
+
+def chart(fig, data, name: str, caption: str | None = None) -> None:
+    """A figure with its data as a CSV download (plotly's own toolbar saves the image)."""
+    import pandas as pd
+
+    from transformer_viz.plots.common import min_width
+
+    needed = min_width(fig)
+    # The keyed container carries the figure's minimum width into the page's style (style.PAGE_CSS), rounded
+    # up to 50 px.
+    with st.container(key=f"wide{min(1250, -(-needed // 50) * 50)}-{name}") if needed else st.container():
+        st.plotly_chart(fig, width="stretch", key=f"chart-{name}", theme=None, config=CHART_CONFIG | {
+            "toImageButtonOptions": {"filename": name, "scale": 2}})
+    frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
+    # A callable: the CSV is built only when someone downloads it, not on every rerun.
+    st.download_button("Download the data (CSV)", lambda: frame.to_csv().encode("utf-8"), file_name=f"{name}.csv",
+                       mime="text/csv", key=f"csv-{name}")
+    if caption:
+        st.caption(caption)
+
+
+def cached_figure(factory, *args, **kwargs):
+    """``factory(*args, **kwargs)``, built once per input and shared by every session: plotly figures are
+    slow to build, and no page changes one once built (``st.plotly_chart`` only reads it)."""
+    return _cached_figure(factory, f"{factory.__module__}.{factory.__qualname__}", *args, **kwargs)
+
+
+@st.cache_resource(max_entries=256, ttl=3600, show_spinner=False)
+def _cached_figure(_factory, factory_name: str, *args, **kwargs):
+    # Streamlit cannot hash a function: the "_" keeps it out of the cache key, and its name stands in.
+    return _factory(*args, **kwargs)
+
+
+def row_names(tokens: list[str]) -> list[str]:
+    """Position and token ("3 ▁Hund") as row and column names of a CSV download: the figures' labels
+    (plots.token_labels) without their HTML escaping, since a CSV is data, not markup."""
+    return [f"{i} {t}" for i, t in enumerate(tokens)]
+
+
+def token_frame(values, row_tokens: list[str], col_tokens: list[str] | None = None):
+    """A matrix whose rows (and columns) are tokens, for a CSV download: rows and columns named as in
+    :func:`row_names`; −∞ is written as -inf."""
+    import numpy as np
+    import pandas as pd
+
+    return pd.DataFrame(np.asarray(values), index=row_names(row_tokens),
+                        columns=row_names(col_tokens) if col_tokens is not None else None)
+
+
+def long_form(row_labels: list[str], col_labels: list[str], values: dict, names: tuple[str, str] = ("query", "key")):
+    """Matrices of (rows × columns) as a CSV with one line per cell: the row's label, the column's label and
+    each matrix's value there (``values``: column name -> matrix), the layout a spreadsheet filters."""
+    import numpy as np
+
+    row, col = names
+    return {row: np.repeat(row_labels, len(col_labels)), col: np.tile(col_labels, len(row_labels)),
+            **{name: np.ravel(matrix) for name, matrix in values.items()}}
+
+
+def escape_markdown(text: str) -> str:
+    """Backslash-escape Markdown syntax, so text shown through st.info/st.markdown stays literal."""
+    out = []
+    for ch in text:
+        if ch in "\\`*_{}[]()#+-.!|<>~$&":
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def show_user_text(label: str, text: str) -> None:
+    """User text is shown as text only: never as Markdown or HTML."""
+    st.caption(label)
+    st.text(text)
+
+
+def reset_stale_index(key: str, n: int) -> None:
+    """Call before a keyed selectbox over range(n) whose labels describe the data (tokens, lengths).
+
+    After a new sentence the kept choice may be out of range, and, when its old label is no longer
+    among the options, Streamlit hands back that label (a str) instead of an index. Either way the
+    choice goes back to 0 rather than failing.
+    """
+    value = st.session_state.get(key, 0)
+    if not isinstance(value, int) or not 0 <= value < n:
+        st.session_state[key] = 0
+
+
+def score_change(new: float, old: float, digits: int = 4) -> tuple[str, str]:
+    """(delta text, colour) for a metric comparing two log-probabilities shown with ``digits`` decimals:
+    equal as shown -> a neutral 'same', never a red '-0.0000'."""
+    difference = round(new - old, digits)
+    if difference == 0:
+        return "same", "off"
+    return f"{difference:+.{digits}f}", "normal"

@@ -1,0 +1,139 @@
+"""Model cards: the README.md of a checkpoint directory, written from its metadata.json, one writer per kind
+of model (the translation models share one; the ViT and the DETR have their own)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from transformer_viz.models.config import ModelConfig
+from transformer_viz.vision.canvases import CANVAS_TEXT
+from transformer_viz.vision.digits import DATA_CREDIT, SPLIT_TEXT
+
+if TYPE_CHECKING:
+    from transformer_viz.models.detr import DETRConfig
+    from transformer_viz.models.vit import ViTConfig
+
+
+def _architecture_line(cfg) -> str:
+    if isinstance(cfg, ModelConfig):
+        return (f"- d_model {cfg.d_model}, d_ff {cfg.d_ff}, h {cfg.h}, N {cfg.N}, vocabulary {cfg.vocab_size}, "
+                f"dropout {cfg.dropout}, {'Pre' if cfg.pre_ln else 'Post'}-LN, tied embeddings: {cfg.tie_embeddings}")
+    return (f"- {cfg.name}: one-layer unidirectional GRU encoder and GRU decoder, d_emb {cfg.d_emb}, "
+            f"d_hidden {cfg.d_hidden}, vocabulary {cfg.vocab_size}, dropout {cfg.dropout}; "
+            + ("additive attention (Bahdanau et al., 2015) over the encoder states" if cfg.attention else
+               "no attention: the decoder sees the source only through the encoder's last state")
+            + "; embeddings shared by source, target and output")
+
+
+def _length_table(entry: dict | None) -> list[str]:
+    """The model card's "BLEU by source length" section (metadata's ``bleu_by_length``)."""
+    if not entry or not entry.get("buckets"):
+        return []
+    rows = entry["buckets"]
+    lines = ["## BLEU by source length", "",
+             f"{entry.get('split', '?')}, {entry.get('decoding', 'greedy')} decoding; sentences bucketed by their "
+             f"number of source {entry.get('tokens', 'subword tokens')}; sacreBLEU within each bucket "
+             f"(all sentences: {entry.get('bleu', float('nan')):.2f}). Written by "
+             f"`python -m transformer_viz bleu-by-length`.", "",
+             "| source tokens | " + " | ".join(str(r["bucket"]) for r in rows) + " |",
+             "|---|" + "---|" * len(rows),
+             "| sentences | " + " | ".join(str(r["sentences"]) for r in rows) + " |",
+             "| sacreBLEU | " + " | ".join("–" if r["bleu"] is None else f"{r['bleu']:.2f}" for r in rows) + " |", ""]
+    return lines
+
+
+def model_card(cfg, meta: dict) -> str:
+    """A readable summary of metadata.json."""
+    lines = [f"# {meta.get('name', 'transformer-viz checkpoint')}", ""]
+    if meta.get("description"):
+        lines += [meta["description"], ""]
+    lines += ["## Model", "", f"- Parameters: {meta.get('parameters', '?'):,}" if isinstance(meta.get('parameters'), int)
+              else f"- Parameters: {meta.get('parameters', '?')}", _architecture_line(cfg),
+              f"- Weights stored as {meta.get('weights_dtype', 'float32')}", ""]
+    for key, title in (("data", "Data"), ("training", "Training"), ("hardware", "Hardware")):
+        if meta.get(key):
+            lines += [f"## {title}", ""]
+            value = meta[key]
+            if isinstance(value, dict):
+                lines += [f"- {k}: {v}" for k, v in value.items()]
+            else:
+                lines.append(str(value))
+            lines.append("")
+    if meta.get("scores"):
+        lines += ["## Scores", "", "| split | decoding | sentences | sacreBLEU | chrF | BLEU (lowercased, tokenized) "
+                  "| outputs with a repetition |", "|---|---|---|---|---|---|---|"]
+        for row in meta["scores"]:
+            rep = row.get("repetition_rate")
+            lines.append(f"| {row.get('split')} | {row.get('decoding')} | {row.get('sentences', '')} | "
+                         f"{row.get('bleu', float('nan')):.2f} | {row.get('chrf', float('nan')):.2f} | "
+                         f"{row.get('bleu_lower_tok', float('nan')):.2f} | "
+                         f"{'' if rep is None else f'{100 * rep:.2f} %'} |")
+        lines += ["", "sacreBLEU: cased, detokenized, 13a tokenization. A repetition is a token, or a loop of up "
+                  "to three subwords, repeated four or more times in a row.", ""]
+    lines += _length_table(meta.get("bleu_by_length"))
+    if meta.get("history"):
+        both = any("tatoeba_dev_bleu" in h for h in meta["history"])
+        titles = ["Multi30k val BLEU", "Tatoeba dev BLEU"] if both else ["val BLEU"]
+        keys = ["val_bleu", "tatoeba_dev_bleu"] if both else ["val_bleu"]
+        lines += ["## Training history", "", "| epoch | step | train loss | val loss | " + " | ".join(titles)
+                  + " | minutes |", "|---|---|---|---|" + "---|" * len(titles) + "---|"]
+        for h in meta["history"]:
+            lines.append(f"| {h.get('epoch')} | {h.get('step')} | {h.get('train_loss', float('nan')):.3f} | "
+                         f"{h.get('val_loss', float('nan')):.3f} | "
+                         + " | ".join(f"{h.get(k, float('nan')):.2f}" for k in keys)
+                         + f" | {h.get('elapsed_s', 0) / 60:.1f} |")
+        if both:
+            lines.append("\nGreedy BLEU after each epoch; the selection score is their mean.")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def vit_card(cfg: ViTConfig, meta: dict) -> str:
+    training = meta.get("training", {})
+    return "\n".join([
+        f"# {meta.get('name', 'ViT')}", "", meta.get("description", ""), "",
+        "## Model", "", f"- Parameters: {meta.get('parameters', '?'):,}",
+        f"- {cfg.patch_size}×{cfg.patch_size}-pixel patches of {cfg.image_size}×{cfg.image_size} images: "
+        f"{cfg.n_patches} patch tokens + [CLS]; learned position embeddings; d_model {cfg.d_model}, d_ff {cfg.d_ff}, "
+        f"h {cfg.h}, N {cfg.N}, dropout {cfg.dropout}, {'Pre' if cfg.pre_ln else 'Post'}-LN", "",
+        "## Data", "", f"- {DATA_CREDIT}", f"- Split: {SPLIT_TEXT}", "",
+        "## Training", "",
+        f"- AdamW, lr {training.get('lr')}, weight decay {training.get('weight_decay')}, batch "
+        f"{training.get('batch_size')}, {training.get('epochs_run')} epochs (cosine schedule, "
+        f"{training.get('warmup_epochs')} warm-up), random shifts of up to {training.get('shift')} pixel",
+        f"- {training.get('minutes')} minutes on {training.get('threads')} CPU thread(s), seed {training.get('seed')}",
+        f"- Final training loss {training.get('final_train_loss')}, training accuracy "
+        f"{100 * training.get('train_accuracy', float('nan')):.2f} %", "",
+        "## Held-out accuracy", "",
+        f"**{100 * meta.get('held_out_accuracy', float('nan')):.2f} %** of the {meta.get('held_out_images')} "
+        f"held-out images, measured once after training (no choice was made on them). Retrain with "
+        f"`python -m transformer_viz train-vit --out DIR`.", ""])
+
+
+def detr_card(cfg: DETRConfig, meta: dict) -> str:
+    training, val = meta.get("training", {}), meta.get("validation", {})
+    test = meta.get("test", {})
+    lines = [
+        f"# {meta.get('name', 'DETR')}", "", meta.get("description", ""), "",
+        "## Model", "", f"- Parameters: {meta.get('parameters', '?'):,}",
+        f"- Backbone: four 3×3 convolutions ({cfg.backbone_channels}, then {2 * cfg.backbone_channels} channels, "
+        f"two of stride 2) and a 1×1 projection: a {cfg.grid}×{cfg.grid} feature map of d_model {cfg.d_model}",
+        f"- Transformer: {cfg.n_encoder_layers} encoder and {cfg.n_decoder_layers} decoder layers (Pre-LN), h "
+        f"{cfg.h}, d_ff {cfg.d_ff}; {cfg.n_queries} learned object queries; learned position embedding",
+        "- Heads: a linear classifier over 10 digits + ∅ (no object) and a 3-layer MLP for the box", "",
+        "## Data", "", f"- {CANVAS_TEXT}", f"- Digits: {meta.get('digits_credit', '')}", "",
+        "## Training", "",
+        f"- Set loss with Hungarian matching (cost: class 1, L1 5, GIoU 2; ∅ weight 0.1), auxiliary losses on "
+        f"every decoder layer; AdamW, lr {training.get('lr')}, weight decay {training.get('weight_decay')}, batch "
+        f"{training.get('batch_size')}, {training.get('steps_run')} steps ({training.get('warmup_steps')} warm-up, "
+        f"cosine decay)",
+        f"- {training.get('minutes')} minutes on {training.get('threads')} CPU thread(s), seed {training.get('seed')}",
+        "", "## Scores", "",
+        "Precision and recall at IoU ≥ 0.5 with the right class (`python -m transformer_viz detr-eval`):", "",
+        "| canvases | images | seed | precision | recall |", "|---|---|---|---|---|"]
+    for name, row in (("validation (watched during training, nothing chosen on it)", val), ("test", test)):
+        if row:
+            lines.append(f"| {name}: {row.get('canvases')} | {row.get('images')} | {row.get('seed')} | "
+                         f"{100 * row['precision']:.1f} % | {100 * row['recall']:.1f} % |")
+    lines += ["", "Retrain with `python -m transformer_viz train-detr --run-dir RUN --out DIR`.", ""]
+    return "\n".join(lines)
