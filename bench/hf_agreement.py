@@ -3,7 +3,7 @@ into a temporary directory, then on the first --limit sentences of a Multi30k sp
 are identical: transformers' greedy against ours, transformers' beam (the exported generation_config.json:
 num_beams, length_penalty = our α) against our beam_search(scoring="hf") and against our default beam search
 (GNMT length penalty), and prints the largest logit difference on the beam outputs. Not a test (the test,
-on 50 sentences, is tests/test_hf.py).
+on 50 sentences, is tests/unit/test_hf.py).
 
     .venv/bin/python bench/hf_agreement.py --checkpoint checkpoints/de-en --data-dir ../shared/data/multi30k --limit 200
 """

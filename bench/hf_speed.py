@@ -10,7 +10,7 @@ converted to a CTranslate2 model (transformer_viz/interop/ctranslate2.py), loade
 the same source token IDs (our tokenizer, ending in </s>) in the same batches: consecutive sentences of the
 split in file order, batch 1 and batch 32, greedy and beam 5, each engine with its own beam search and the
 checkpoint's length penalty (the algorithms differ, so beam outputs may too: the agreement is reported), no
-repetition guard, and the same length limit (decoding.max_output_length). The batches are cut into rounds;
+repetition guard, and the same length limit (text.decoding.max_output_length). The batches are cut into rounds;
 in every round each engine decodes the same batches, the order of the engines rotating round by round, so a
 noisy moment hits them all alike. Sentences per second = sentences / total time of an engine in a cell.
 Timings use time.perf_counter; the first batch of each cell is decoded once by every engine, untimed.

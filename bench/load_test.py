@@ -37,7 +37,7 @@ from tests.support.browser import (CHROMIUM, CHROMIUM_ARGS, COUNT_RUNS_JS, PAGE_
 from app_speed import WORDS, nav_link, pid_listening_on, rss_bytes, sentence_language  # noqa: E402
 
 MIB = 2**20
-RUN_LOG_ENV = "TRANSFORMER_VIZ_RUN_LOG"  # read by the app (transformer_viz.webapp.logged_run)
+RUN_LOG_ENV = "TRANSFORMER_VIZ_RUN_LOG"  # read by the app (transformer_viz.app.runlog.logged_run)
 
 
 def chosen_pages(spec: str | None) -> list[dict]:

@@ -8,7 +8,7 @@ import time
 
 
 def time_new_inputs(at, page: str, step_key: str, set_input, per_step: int) -> dict:
-    """Open ``page`` in the AppTest ``at``; then, step by step (the tabs of webapp.steps, chosen through
+    """Open ``page`` in the AppTest ``at``; then, step by step (the tabs of app.steps.tabs, chosen through
     ``step_key``), change the input with ``set_input(at, k)`` (k = 0, 1, …, never the same twice) and time
     the rerun. Returns the first open's seconds and, per step, the median and the largest rerun in ms."""
     at.switch_page(page)

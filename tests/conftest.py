@@ -3,7 +3,6 @@ and the app on that checkpoint in Streamlit's AppTest (helpers to read what it d
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 import pytest
@@ -15,9 +14,10 @@ from transformer_viz.models.transformer import Transformer
 from transformer_viz.text.tokenizer import train_tokenizer
 
 from tests.support.apptest import SENTENCE, charts, open_page
+from tests.support.corpora import synthetic_pairs
 
 # The tensors here are tiny: one thread avoids thread start-up and contention costs on a 2-core machine,
-# and it is how the app runs the model (webapp sets one thread per call).
+# and it is how the app runs the model (app/threads.py sets one thread per call).
 torch.set_num_threads(1)
 
 
@@ -25,22 +25,6 @@ torch.set_num_threads(1)
 def one_torch_thread():
     """Every test module starts with one torch thread again, whatever a test before it set."""
     torch.set_num_threads(1)
-
-GERMAN = ["ein", "mann", "eine", "frau", "hund", "läuft", "spielt", "im", "park", "auf", "der", "straße",
-          "zwei", "kinder", "sitzen", "am", "strand", "mit", "einem", "ball", "rot", "blau"]
-ENGLISH = ["a", "man", "woman", "dog", "runs", "plays", "in", "the", "park", "on", "street", "two",
-           "children", "sit", "at", "beach", "with", "ball", "red", "blue"]
-
-
-def synthetic_pairs(n: int, seed: int = 0) -> list[tuple[str, str]]:
-    """Sentence pairs in which the 'translation' is a fixed word mapping: learnable in a few hundred steps."""
-    rng = random.Random(seed)
-    pairs = []
-    for _ in range(n):
-        idx = [rng.randrange(len(ENGLISH)) for _ in range(rng.randint(2, 7))]
-        pairs.append((" ".join(GERMAN[i] for i in idx) + " .", " ".join(ENGLISH[i] for i in idx) + " ."))
-    return pairs
-
 
 @pytest.fixture(scope="session")
 def tokenizer():
@@ -135,7 +119,7 @@ def open_app(make_app):
 
 @pytest.fixture()
 def open_step():
-    """open_step(at, key, n) -> at, rerun with the n-th step (from 0) of the page's webapp.steps(..., key) open."""
+    """open_step(at, key, n) -> at, rerun with the n-th step (from 0) of the page's steps.tabs(..., key) open."""
 
     def open_(at, key: str, n: int):
         at.session_state[key] = at.tabs[n].label
@@ -148,7 +132,7 @@ def open_step():
 
 @pytest.fixture()
 def every_step(open_step):
-    """every_step(at, key) -> {chart name: plotly JSON} over all the tabs of a page's webapp.steps(..., key),
+    """every_step(at, key) -> {chart name: plotly JSON} over all the tabs of a page's steps.tabs(..., key),
     opening each in turn (only the open step runs); the last step is left open."""
 
     def collect(at, key: str) -> dict[str, str]:

@@ -49,7 +49,7 @@ def test_pages_follow_the_lecture_and_students_get_the_viewer_toolbar():
     # the Lecture first; then the overview (the root URL) and the lecture's first idea, where the
     # Transformer came from
     assert order[:3] == ["lecture", "overview", "rnn"] and DEFAULT_PAGE.url_path == "overview"
-    settings = tomllib.loads((Path(__file__).resolve().parent.parent / ".streamlit" / "config.toml").read_text())
+    settings = tomllib.loads((Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml").read_text())
     # "viewer" hides the Deploy button; the option must be one the installed Streamlit knows
     assert settings["client"]["toolbarMode"] == "viewer"
     assert "client.toolbarMode" in config._config_options

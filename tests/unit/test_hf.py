@@ -220,7 +220,7 @@ def test_translate_and_trace_on_the_command_line_read_a_marian_directory(importe
     trace JSON give what the engine gives (the generation config asks for no beam: greedy, <pad> banned)."""
     from transformer_viz.text.evaluation import translate_texts
 
-    from tests.test_cli import run_cli
+    from tests.unit.test_cli import run_cli
 
     path = str(marian_dir[0])
     expected = run_sentence(imported, SENTENCES[0]).translation
@@ -346,7 +346,7 @@ def test_export_hf_on_the_command_line(checkpoint_dir, tmp_path, capsys):
 
 # --- the shipped model on Multi30k ------------------------------------------------------------------------
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("TRANSFORMER_VIZ_DATA", ROOT.parent / "shared" / "data" / "multi30k"))
 
 

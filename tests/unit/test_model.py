@@ -58,7 +58,7 @@ def test_every_documented_name_has_documented_shape_for_base(base_trace):
 def test_the_documentation_is_written_from_trace_names():
     from pathlib import Path
 
-    doc = (Path(__file__).resolve().parent.parent / "docs" / "trace_names.md").read_text(encoding="utf-8")
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "trace_names.md").read_text(encoding="utf-8")
     assert doc == names_markdown(), "regenerate it: python -m transformer_viz.models.trace_docs > docs/trace_names.md"
     for name, shape, _ in trace_names(1):
         assert f"| `{name.replace('.0.', '.{i}.')}` | {shape} |" in doc, name

@@ -11,7 +11,7 @@ import pytest
 from transformer_viz.text.corpora import (DataError, Mix, read_any_split, read_tatoeba, resolve_tatoeba_dir, tatoeba_split)
 from transformer_viz.training.translation import Corpora, TrainConfig, load_corpora
 
-from conftest import synthetic_pairs
+from tests.support.corpora import synthetic_pairs
 
 
 def write_pairs(directory: Path, stem: str, pairs: list[tuple[str, str]]) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from tests.support.browser import ROOT
 
-from tests.test_browser import (COUNT_RUNS_JS, FIRST_SENTENCE, WAIT_MS, app_url, assert_page_healthy,  # noqa: F401
+from tests.browser.test_browser import (COUNT_RUNS_JS, FIRST_SENTENCE, WAIT_MS, app_url, assert_page_healthy,  # noqa: F401
                                 browser, open_page, pytestmark, wait_for_run)
 
 # The scroll offsets of every scrolling element: Streamlit scrolls inside its main container, not the document.
@@ -173,7 +173,7 @@ def overlapping_ticks(charts: list) -> list:
 
 
 def test_on_a_phone_token_tick_labels_do_not_run_together(browser, app_url):  # noqa: F811
-    from tests.test_browser import open_step
+    from tests.browser.test_browser import open_step
 
     sentence = "ein mann spielt mit einem hund im park ."  # 10 tokens with <s> and </s>
     context, pg = new_page(browser, app_url, "attention", viewport={"width": 390, "height": 844}, has_touch=True,
@@ -253,7 +253,7 @@ def test_on_a_phone_no_figure_draws_its_parts_over_each_other_on_any_page_or_ste
     or panel title over a panel, no two panel titles over each other, the block diagrams' labels inside
     their boxes, numbers written in heatmap cells at least 10 px (a figure that needs more width than the
     phone has scrolls sideways instead)."""
-    from tests.test_browser import DIAGRAM_TEXT_JS, SCROLL_TO_JS, every_step
+    from tests.browser.test_browser import DIAGRAM_TEXT_JS, SCROLL_TO_JS, every_step
 
     for old in PHONE_SHOTS.glob("*.png"):
         old.unlink()

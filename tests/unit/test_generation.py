@@ -96,7 +96,7 @@ def test_flags_override_the_checkpoint_defaults(beam_checkpoint, capsys, monkeyp
 def test_select_decoding_picks_alpha_on_validation_and_writes_it(tmp_path, checkpoint_dir, capsys):
     import gzip
 
-    from conftest import synthetic_pairs
+    from tests.support.corpora import synthetic_pairs
 
     path = tmp_path / "ckpt"
     shutil.copytree(checkpoint_dir, path)

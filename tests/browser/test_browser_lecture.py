@@ -8,7 +8,7 @@ import re
 import urllib.parse
 
 from tests.support.browser import COUNT_RUNS_JS, ROOT
-from tests.test_browser import (FIRST_SENTENCE, WAIT_MS, app_url, assert_page_healthy, browser,  # noqa: F401
+from tests.browser.test_browser import (FIRST_SENTENCE, WAIT_MS, app_url, assert_page_healthy, browser,  # noqa: F401
                                 pytestmark, use_real_checkpoints, wait_for_run)
 
 

@@ -181,7 +181,7 @@ def toggle_causal_mask(pg) -> None:
 
 
 def open_step(pg, label_start: str) -> None:
-    """Click a page's step (a tab of webapp.steps): only the open step runs, so its charts arrive with the
+    """Click a page's step (a tab of app.steps.tabs): only the open step runs, so its charts arrive with the
     rerun the click starts. Waits for a chart in the open step, then for the run to end."""
     tab = pg.get_by_role("tab", name=re.compile("^" + re.escape(label_start)))
     assert tab.count() == 1, f"no step {label_start!r}"
@@ -335,7 +335,7 @@ SCROLL_TO_JS = """(e) => {
 
 
 def step_labels(pg) -> list[str]:
-    """The page's steps (the tabs of webapp.steps), in order."""
+    """The page's steps (the tabs of app.steps.tabs), in order."""
     return pg.locator('[data-testid="stMain"] [role="tab"]').all_inner_texts()
 
 

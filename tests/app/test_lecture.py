@@ -1,4 +1,4 @@
-"""transformer_viz/lecture.py: the lecture as data, its live texts checked against numbers recomputed from
+"""transformer_viz/app/lecture/: the lecture as data, its live texts checked against numbers recomputed from
 the trace, every step's figure drawn in both styles, the step in a URL, and the presets' honest verdicts."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from transformer_viz.text.decoding import beam_search, greedy_decode
 from transformer_viz.models.transformer import DecoderState
 from transformer_viz.core.trace import Trace
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # Sentences of very different lengths, so that in one batch they finish at different steps.
 SENTENCES = ["Hallo!", "Ein Hund.", "Ein Mann fährt Fahrrad.", "Zwei Hunde spielen im Schnee.",
              "Eine Frau in einem roten Mantel liest ein Buch auf einer Bank im Park.",

@@ -10,7 +10,7 @@ import pytest
 from transformer_viz.checkpoints import load_checkpoint
 from transformer_viz.text.evaluation import score, translate_texts
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("TRANSFORMER_VIZ_DATA", ROOT.parent / "shared" / "data" / "multi30k"))
 TATOEBA = Path(os.environ.get("TRANSFORMER_VIZ_TATOEBA", DATA.parent / "tatoeba"))
 

@@ -18,9 +18,9 @@ from transformer_viz.text.corpora import DataError, make_batch, read_split, toke
 from transformer_viz.training.translation import TrainConfig, learning_rate, rewarmup_factor, train
 from transformer_viz.training.common import TrainState
 
-from conftest import synthetic_pairs
+from tests.support.corpora import synthetic_pairs
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _config(**kw) -> TrainConfig:

@@ -127,7 +127,7 @@ def test_importing_the_plots_leaves_plotly_as_it_was_and_each_figure_carries_the
     check = ("import plotly.io as pio; before, names = pio.templates.default, set(pio.templates); "
              "import transformer_viz.plots.common, transformer_viz.plots.layers; "
              "assert pio.templates.default == before, pio.templates.default; assert set(pio.templates) == names")
-    subprocess.run([sys.executable, "-c", check], cwd=Path(__file__).resolve().parent.parent, check=True)
+    subprocess.run([sys.executable, "-c", check], cwd=Path(__file__).resolve().parents[2], check=True)
     monkeypatch.setattr(pio.templates, "default", "plotly_dark")  # e.g. what Streamlit sets when imported
     for fig in (make_figure([], {}), heatmap(np.zeros((2, 2))), mask_figure(np.eye(2, dtype=bool), [0, 1], [0, 1])):
         assert fig.layout.template == TEMPLATE
