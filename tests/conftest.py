@@ -8,13 +8,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.support.apptest import SENTENCE, charts, open_page
+from tests.support.corpora import synthetic_pairs
 from transformer_viz.checkpoints import load_checkpoint, save_checkpoint
 from transformer_viz.models.config import preset
 from transformer_viz.models.transformer import Transformer
 from transformer_viz.text.tokenizer import train_tokenizer
-
-from tests.support.apptest import SENTENCE, charts, open_page
-from tests.support.corpora import synthetic_pairs
 
 # The tensors here are tiny: one thread avoids thread start-up and contention costs on a 2-core machine,
 # and it is how the app runs the model (app/threads.py sets one thread per call).
@@ -56,11 +55,12 @@ def checkpoint_dir(tmp_path_factory, tiny_model, tokenizer):
     """The tiny Transformer, and beside it two tiny recurrent models (without and with attention) for the RNN
     page, a tiny Vision Transformer and a tiny DETR (random weights) for their pages; the sidebar lists the
     Transformer only."""
-    from transformer_viz.training.detr import save_detr_checkpoint
     from transformer_viz.models.detr import DETR, DETRConfig
-    from transformer_viz.training.vit import save_vit_checkpoint
-    from transformer_viz.models.rnn import RNNSeq2Seq, preset as rnn_preset
+    from transformer_viz.models.rnn import RNNSeq2Seq
+    from transformer_viz.models.rnn import preset as rnn_preset
     from transformer_viz.models.vit import ViT, ViTConfig
+    from transformer_viz.training.detr import save_detr_checkpoint
+    from transformer_viz.training.vit import save_vit_checkpoint
 
     path = tmp_path_factory.mktemp("ckpt") / "tiny"
     save_checkpoint(path, tiny_model, tokenizer, {"name": "tiny test model", "src_lang": "de", "tgt_lang": "en",

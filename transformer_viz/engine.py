@@ -14,11 +14,11 @@ import torch
 import torch.nn.functional as F
 
 from transformer_viz.checkpoints import Checkpoint
-from transformer_viz.models.config import ModelConfig, preset
-from transformer_viz.text.decoding import DecodeResult, max_output_length, translate_ids
-from transformer_viz.models.transformer import Transformer
-from transformer_viz.text.tokenizer import BOS, EOS, decode, encode_source
 from transformer_viz.core.trace import Trace
+from transformer_viz.models.config import ModelConfig, preset
+from transformer_viz.models.transformer import Transformer
+from transformer_viz.text.decoding import DecodeResult, max_output_length, translate_ids
+from transformer_viz.text.tokenizer import BOS, EOS, decode, encode_source
 
 
 @dataclass
@@ -62,7 +62,7 @@ def run_sentence(ckpt: Checkpoint, text: str, beam_size: int = 1, trace: bool = 
     unless a guard is asked for. ``forced_prefix`` (greedy only): the translation starts with these tokens,
     whatever the model prefers, and greedy decoding continues from them.
 
-    Raises :class:`~transformer_viz.tokenizer.InputError` for text that cannot be run (empty).
+    Raises :class:`~transformer_viz.text.tokenizer.InputError` for text that cannot be run (empty).
     """
     model, tokenizer, cfg = ckpt.model, ckpt.tokenizer, ckpt.config
     encoded = encode_source(tokenizer, text, max_tokens=cfg.max_len)

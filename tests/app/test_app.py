@@ -3,9 +3,8 @@ Each page's own behaviour is tested in tests/test_page_<page>.py."""
 
 from __future__ import annotations
 
-from transformer_viz.app.navigation import DEFAULT_PAGE, PAGES
-
 from tests.support.apptest import SENTENCE, charts, rerun
+from transformer_viz.app.navigation import DEFAULT_PAGE, PAGES
 
 
 def test_every_page_of_the_navigation_opens_under_its_title(make_app):
@@ -37,9 +36,9 @@ def test_a_page_follows_the_sidebar(make_app, tokenizer):
 
 
 def test_pages_follow_the_lecture_and_students_get_the_viewer_toolbar():
-    import tomllib
     from pathlib import Path
 
+    import tomllib
     from streamlit import config
 
     order = [p.url_path for p in PAGES]

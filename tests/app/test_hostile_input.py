@@ -17,12 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st_h
 from streamlit.testing.v1 import AppTest
 
+from tests.support.apptest import rerun
 from transformer_viz.cli import main
 from transformer_viz.engine import run_sentence
 from transformer_viz.text.tokenizer import BOS, DEFAULT_MAX_CHARS, EOS, PAD, UNK, InputError, _invisible, encode_source
-
-from tests.support.apptest import rerun
-
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,10 @@ import re
 import numpy as np
 import pytest
 
-from transformer_viz.app import lecture
-from transformer_viz.engine import run_sentence
-from transformer_viz.app.navigation import PAGES
-
 from tests.support.apptest import SENTENCE
+from transformer_viz.app import lecture
+from transformer_viz.app.navigation import PAGES
+from transformer_viz.engine import run_sentence
 
 
 @pytest.fixture(scope="module")

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from transformer_viz.engine import run_sentence
-
 from tests.support.apptest import OTHER_SENTENCE, SENTENCE, change_sentence, chart, charts, rerun
 from tests.support.figures import array, traces, z_of
+from transformer_viz.engine import run_sentence
 
 
 def test_decoder_page(open_app, tiny_checkpoint, every_step, open_step):

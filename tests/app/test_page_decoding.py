@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from transformer_viz.engine import run_sentence
-
 from tests.support.apptest import OTHER_SENTENCE, SENTENCE, change_sentence, chart, rerun
 from tests.support.figures import array, traces, z_of
+from transformer_viz.engine import run_sentence
 
 
 def step_text(at: AppTest) -> str:

@@ -9,15 +9,14 @@ import numpy as np
 import pytest
 import torch
 
-from transformer_viz.models.boxes import hungarian_match, matching_cost
-from transformer_viz.vision.canvases import make_canvas
-from transformer_viz.models.detr import DETR, DETRConfig
-from transformer_viz.plots.vit import upsample
-from transformer_viz.core.trace import Trace
-
 from tests.conftest import TINY_DETR, TINY_DETR_SEED
 from tests.support.apptest import chart, open_page, rerun
 from tests.support.figures import z_of
+from transformer_viz.core.trace import Trace
+from transformer_viz.models.boxes import hungarian_match, matching_cost
+from transformer_viz.models.detr import DETR, DETRConfig
+from transformer_viz.plots.vit import upsample
+from transformer_viz.vision.canvases import make_canvas
 
 STEP_CHARTS = {"detr-detections", "detr-classes", "detr-cross", "detr-self", "detr-matching", "detr-cost"}
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from transformer_viz.engine import run_sentence
-
 from tests.support.apptest import OTHER_SENTENCE, SENTENCE, change_sentence, chart, rerun
 from tests.support.figures import z_of
+from transformer_viz.engine import run_sentence
 
 
 def heatmaps(figure: dict) -> list[dict]:

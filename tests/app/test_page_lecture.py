@@ -8,12 +8,11 @@ import json
 
 import pytest
 
+from tests.support.apptest import SENTENCE, charts, rerun
 from transformer_viz.app import lecture
-from transformer_viz.engine import run_sentence
 from transformer_viz.app.navigation import PAGES
 from transformer_viz.app.sections import format_forced, parse_forced
-
-from tests.support.apptest import SENTENCE, charts, rerun
+from transformer_viz.engine import run_sentence
 
 PAGE = "transformer_viz/app/pages/lecture.py"
 N = len(lecture.STEPS)

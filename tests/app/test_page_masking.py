@@ -20,7 +20,9 @@ def check_statement_matches_table(at) -> None:
     found = re.search(r"(falls|rises) from ([0-9.]+) to ([0-9.]+)\*\*, and (\d+) of (\d+)", statement)
     assert found, statement
     assert found[1] == ("falls" if after < before else "rises")
-    assert float(found[2]) == round(before, 3) and float(found[3]) == round(after, 3)
+    # The page rounds its own float32 means; the table's means may differ in the last bits (another
+    # summation order), so compare within the rounding rather than rounding twice.
+    assert abs(float(found[2]) - before) <= 5.01e-4 and abs(float(found[3]) - after) <= 5.01e-4
     assert int(found[4]) == changed and int(found[5]) == len(table)
     metrics = {m.label: m.value for m in at.metric}  # one statistic on both sides
     assert metrics["weight on later positions, with mask (mean per row)"] == "0"

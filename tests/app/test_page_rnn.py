@@ -10,12 +10,11 @@ import numpy as np
 import pytest
 import torch
 
+from tests.support.apptest import OTHER_SENTENCE, SENTENCE, change_sentence, chart, charts, open_page
+from tests.support.figures import array, z_of
 from transformer_viz.checkpoints import load_checkpoint, save_checkpoint
 from transformer_viz.engine import run_sentence
 from transformer_viz.models.rnn import RNNSeq2Seq, preset
-
-from tests.support.apptest import OTHER_SENTENCE, SENTENCE, change_sentence, chart, charts, open_page
-from tests.support.figures import array, z_of
 
 STEP_CHARTS = [{"rnn-encoder-states", "rnn-context"}, {"rnn-unrolled", "rnn-attn-unrolled", "rnn-decoder-states"},
                {"rnn-alignment", "rnn-transformer-cross"}, {"rnn-steps", "rnn-timing"}, {"rnn-bleu-by-length"}]

@@ -3,11 +3,9 @@ base model."""
 
 from __future__ import annotations
 
-from transformer_viz.models.config import preset
-from transformer_viz.models.transformer import Transformer
-from transformer_viz.models.transformer import trace_names
-
 from tests.support.apptest import OTHER_SENTENCE, SENTENCE, change_sentence, chart, charts, latex
+from transformer_viz.models.config import preset
+from transformer_viz.models.transformer import Transformer, trace_names
 
 
 def test_shapes_page(open_app, tokenizer):

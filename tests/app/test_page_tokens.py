@@ -6,10 +6,9 @@ import json
 
 import numpy as np
 
-from transformer_viz.plots.common import safe_label
-
 from tests.support.apptest import OTHER_SENTENCE, SENTENCE, change_sentence, chart, charts, latex, rerun
 from tests.support.figures import array
+from transformer_viz.plots.common import safe_label
 
 
 def test_tokens_page(open_app, tokenizer, every_step, open_step):

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from transformer_viz.engine import run_sentence, teacher_forcing_losses
-
 from tests.support.apptest import OTHER_SENTENCE, SENTENCE, change_sentence, chart, charts, rerun
 from tests.support.figures import traces
+from transformer_viz.engine import run_sentence, teacher_forcing_losses
 
 
 def test_training_page(open_app, tiny_checkpoint):

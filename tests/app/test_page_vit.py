@@ -9,14 +9,13 @@ import numpy as np
 import pytest
 import torch
 
-from transformer_viz.vision.digits import load_split
-from transformer_viz.plots.vit import attention_rollout
-from transformer_viz.core.trace import Trace
-from transformer_viz.models.vit import ViT, ViTConfig
-
 from tests.conftest import TINY_VIT, TINY_VIT_SEED
 from tests.support.apptest import chart, open_page, rerun
 from tests.support.figures import array, z_of
+from transformer_viz.core.trace import Trace
+from transformer_viz.models.vit import ViT, ViTConfig
+from transformer_viz.plots.vit import attention_rollout
+from transformer_viz.vision.digits import load_split
 
 STEP_CHARTS = {"vit-image", "vit-patches", "vit-patch-embed", "vit-tokens", "vit-cls-head", "vit-cls-mean",
                "vit-rollout", "vit-probs"}

@@ -9,11 +9,10 @@ import shutil
 
 import pytest
 
-from transformer_viz.text.language_stats import build_language_stats, save_language_stats
-from transformer_viz.engine import run_sentence
-
 from tests.conftest import synthetic_pairs
 from tests.support.apptest import rerun
+from transformer_viz.engine import run_sentence
+from transformer_viz.text.language_stats import build_language_stats, save_language_stats
 
 ENGLISH_TEXT = "a dog runs in the park ."
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from transformer_viz.app import widgets as webapp
-
 from tests.support.apptest import open_page
+from transformer_viz.app import widgets as webapp
 
 
 def test_a_page_without_a_selection_stops_before_its_title():

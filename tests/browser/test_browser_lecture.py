@@ -7,10 +7,17 @@ from __future__ import annotations
 import re
 import urllib.parse
 
+from tests.browser.test_browser import (  # noqa: F401
+    FIRST_SENTENCE,
+    WAIT_MS,
+    app_url,
+    assert_page_healthy,
+    browser,
+    pytestmark,
+    use_real_checkpoints,
+    wait_for_run,
+)
 from tests.support.browser import COUNT_RUNS_JS, ROOT
-from tests.browser.test_browser import (FIRST_SENTENCE, WAIT_MS, app_url, assert_page_healthy, browser,  # noqa: F401
-                                pytestmark, use_real_checkpoints, wait_for_run)
-
 
 FIGURE_BOX_JS = """() => { const c = document.querySelector('.st-key-lecture_figure [data-testid="stPlotlyChart"]');
   const svg = c && c.querySelector('svg.main-svg'); if (!svg) return null;

@@ -31,8 +31,8 @@ import pytest
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from tests.support import proxy
-from tests.support.browser import (CHROMIUM, CHROMIUM_ARGS, COUNT_RUNS_JS, PAGE_ERRORS_JS, ROOT, RUN_DONE_JS,
-                                   app_pages, default_page)
+from tests.support.browser import (CHROMIUM, CHROMIUM_ARGS, COUNT_RUNS_JS, PAGE_ERRORS_JS, ROOT, RUN_DONE_JS, app_pages,
+                                   default_page)
 
 # Generous bounds for a busy 2-core machine, but for the two below.
 WAIT_MS = int(float(os.environ.get("BROWSER_TEST_TIMEOUT_S", "120")) * 1000)

@@ -13,10 +13,18 @@ import urllib.parse
 
 import pytest
 
+from tests.browser.test_browser import (  # noqa: F401
+    COUNT_RUNS_JS,
+    FIRST_SENTENCE,
+    WAIT_MS,
+    app_url,
+    assert_page_healthy,
+    browser,
+    open_page,
+    pytestmark,
+    wait_for_run,
+)
 from tests.support.browser import ROOT
-
-from tests.browser.test_browser import (COUNT_RUNS_JS, FIRST_SENTENCE, WAIT_MS, app_url, assert_page_healthy,  # noqa: F401
-                                browser, open_page, pytestmark, wait_for_run)
 
 # The scroll offsets of every scrolling element: Streamlit scrolls inside its main container, not the document.
 SCROLLED_JS = "() => Array.from(document.querySelectorAll('*')).reduce((sum, e) => sum + e.scrollTop, 0)"

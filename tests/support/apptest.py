@@ -31,12 +31,12 @@ def change_sentence(at: AppTest, sentence: str) -> AppTest:
 
 
 def charts(at: AppTest) -> dict[str, str]:
-    """Chart name (the name given to webapp.chart) -> its plotly JSON, for every chart on the page."""
+    """Chart name (the name given to widgets.chart) -> its plotly JSON, for every chart on the page."""
     return {c.proto.id.split("-chart-", 1)[1]: c.proto.spec for c in at.get("plotly_chart")}
 
 
 def chart(at: AppTest, name: str) -> dict:
-    """The plotly figure (as a dict) that webapp.chart drew under ``name``."""
+    """The plotly figure (as a dict) that widgets.chart drew under ``name``."""
     found = charts(at)
     assert name in found, (name, sorted(found))
     return json.loads(found[name])

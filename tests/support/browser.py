@@ -1,4 +1,4 @@
-"""Driving the app in headless Chromium: shared by tests/test_browser.py, bench/app_speed.py and
+"""Driving the app in headless Chromium: shared by tests/browser/test_browser.py, bench/app_speed.py and
 bench/load_test.py.
 
 Debian's Chromium (/usr/bin/chromium), started by playwright with the flags below; the app started with
@@ -69,7 +69,7 @@ PAGE_ERRORS_JS = """() => Array.from(document.querySelectorAll(
 
 
 def app_pages() -> list[dict]:
-    """The app's pages in navigation order (transformer_viz.navigation): file, title, url_path, default."""
+    """The app's pages in navigation order (transformer_viz.app.navigation): file, title, url_path, default."""
     return [{"file": page.file, "title": page.title, "url_path": page.url_path, "default": page == DEFAULT_PAGE}
             for page in PAGES]
 

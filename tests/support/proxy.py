@@ -1,6 +1,6 @@
 """Two app processes behind nginx, all on 127.0.0.1: deploy/nginx.conf as written, with only the
 deployment's addresses swapped for local ones (the port nginx listens on, its certificate, the app
-processes' ports). Shared by tests/test_proxy.py and bench/proxy_capacity.py.
+processes' ports). Shared by tests/browser/test_proxy.py and bench/proxy_capacity.py.
 
 nginx and openssl are Debian's (`apt-get install nginx-light openssl`); the certificate is a throwaway
 self-signed one for the example's host name, which the browser maps to 127.0.0.1 (CHROMIUM_PROXY_ARGS).

@@ -10,12 +10,12 @@ import shutil
 
 import pytest
 
+from tests.conftest import synthetic_pairs
 from transformer_viz.app.widgets import score_change
 from transformer_viz.text import language_stats as checks
-from transformer_viz.text.language_stats import LanguageStats, build_language_stats, check_language, input_warnings, is_fragment, load_language_stats, save_language_stats
+from transformer_viz.text.language_stats import (LanguageStats, build_language_stats, check_language, input_warnings,
+                                                 is_fragment, load_language_stats, save_language_stats)
 from transformer_viz.text.tokenizer import removed_note
-
-from tests.conftest import synthetic_pairs
 
 
 def ids_of(tokenizer, text: str) -> list[int]:

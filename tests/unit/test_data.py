@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from transformer_viz.text.corpora import (DataError, Mix, read_any_split, read_tatoeba, resolve_tatoeba_dir, tatoeba_split)
-from transformer_viz.training.translation import Corpora, TrainConfig, load_corpora
-
 from tests.support.corpora import synthetic_pairs
+from transformer_viz.text.corpora import (DataError, Mix, read_any_split, read_tatoeba, resolve_tatoeba_dir,
+                                          tatoeba_split)
+from transformer_viz.training.translation import Corpora, TrainConfig, load_corpora
 
 
 def write_pairs(directory: Path, stem: str, pairs: list[tuple[str, str]]) -> None:

@@ -10,12 +10,14 @@ import numpy as np
 import pytest
 import torch
 
-from transformer_viz.models.boxes import (LossWeights, cxcywh_to_xyxy, hungarian_match, match, matching_cost, pairwise_giou, pairwise_iou, set_loss, xyxy_to_cxcywh)
-from transformer_viz.vision.canvases import MAX_DIGITS, SIZES, Detection, detections, evaluate, make_canvas, score_canvas, sprites
-from transformer_viz.training.detr import DETRTrainConfig, save_detr_checkpoint, train_detr
 from transformer_viz.checkpoints import CheckpointError, checkpoint_arch, load_checkpoint
-from transformer_viz.models.detr import CLASSES, DETR, DETRConfig, trace_names
 from transformer_viz.core.trace import Trace
+from transformer_viz.models.boxes import (LossWeights, cxcywh_to_xyxy, hungarian_match, match, matching_cost,
+                                          pairwise_giou, pairwise_iou, set_loss, xyxy_to_cxcywh)
+from transformer_viz.models.detr import CLASSES, DETR, DETRConfig, trace_names
+from transformer_viz.training.detr import DETRTrainConfig, save_detr_checkpoint, train_detr
+from transformer_viz.vision.canvases import (MAX_DIGITS, SIZES, Detection, detections, evaluate, make_canvas,
+                                             score_canvas, sprites)
 
 TINY = dict(backbone_channels=4, d_model=16, d_ff=32, h=2, n_queries=6)
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from transformer_viz.engine import (batch_differences, batch_trace, run_sentence, teacher_forced_logits, teacher_forcing_losses, traced_forward)
+from transformer_viz.engine import (batch_differences, batch_trace, run_sentence, teacher_forced_logits,
+                                    teacher_forcing_losses, traced_forward)
 from transformer_viz.text.tokenizer import BOS, EOS, PAD
 
 

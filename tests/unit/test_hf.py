@@ -12,14 +12,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer_viz.checkpoints import CheckpointError, load_checkpoint
-from transformer_viz.text.decoding import beam_search, greedy_decode, max_output_length
-from transformer_viz.engine import run_sentence, traced_forward
-from transformer_viz.checkpoints.marian import marian_positions, residual_permutation
-from transformer_viz.interop.marian_export import export_hf
-from transformer_viz.text.tokenizer import decode, encode_source
-
 from tests.conftest import synthetic_pairs
+from transformer_viz.checkpoints import CheckpointError, load_checkpoint
+from transformer_viz.checkpoints.marian import marian_positions, residual_permutation
+from transformer_viz.engine import run_sentence, traced_forward
+from transformer_viz.interop.marian_export import export_hf
+from transformer_viz.text.decoding import beam_search, greedy_decode, max_output_length
+from transformer_viz.text.tokenizer import decode, encode_source
 
 transformers = pytest.importorskip("transformers")
 sentencepiece = pytest.importorskip("sentencepiece")
@@ -197,10 +196,9 @@ def test_the_app_lists_and_opens_a_marian_directory(marian_dir, monkeypatch):
 def test_every_page_and_step_runs_on_an_imported_marian_model(make_app, marian_dir, monkeypatch, every_step):
     """The sidebar's only model is the Marian directory; every page of the navigation, every step of each,
     draws without an error (the RNN and ViT pages load their own models, which this root does not have)."""
+    from tests.support.apptest import rerun
     from transformer_viz.app import catalogue, loaders
     from transformer_viz.app.navigation import PAGES
-
-    from tests.support.apptest import rerun
 
     at = make_app()
     monkeypatch.setenv(catalogue.CHECKPOINTS_ENV, str(marian_dir[0].parent))
@@ -218,9 +216,8 @@ def test_every_page_and_step_runs_on_an_imported_marian_model(make_app, marian_d
 def test_translate_and_trace_on_the_command_line_read_a_marian_directory(imported, marian_dir, capsys, monkeypatch):
     """A sentence, standard input (batched: the random model's loops run to the batch's longer cap) and the
     trace JSON give what the engine gives (the generation config asks for no beam: greedy, <pad> banned)."""
-    from transformer_viz.text.evaluation import translate_texts
-
     from tests.unit.test_cli import run_cli
+    from transformer_viz.text.evaluation import translate_texts
 
     path = str(marian_dir[0])
     expected = run_sentence(imported, SENTENCES[0]).translation

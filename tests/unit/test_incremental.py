@@ -11,8 +11,8 @@ import torch
 
 from transformer_viz.models import incremental
 from transformer_viz.models.config import preset
-from transformer_viz.text.decoding import beam_search, beam_search_hf, greedy_decode
 from transformer_viz.models.transformer import Transformer
+from transformer_viz.text.decoding import beam_search, beam_search_hf, greedy_decode
 
 VARIANTS = {
     "post-LN": {},
@@ -100,7 +100,8 @@ def test_weights_are_built_once_and_again_after_a_weight_changes():
 
 
 def test_models_in_training_mode_and_recurrent_ones_use_their_own_steps():
-    from transformer_viz.models.rnn import RNNSeq2Seq, preset as rnn_preset
+    from transformer_viz.models.rnn import RNNSeq2Seq
+    from transformer_viz.models.rnn import preset as rnn_preset
 
     training = _model().train()
     assert incremental.decoder_for(training) == (training.start_state, training.decode_step)

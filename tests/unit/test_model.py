@@ -7,12 +7,12 @@ import math
 import pytest
 import torch
 
-from transformer_viz.models.config import ModelConfig, preset
-from transformer_viz.text.decoding import beam_search, greedy_decode
-from transformer_viz.models.transformer import Transformer, sinusoidal_positional_encoding
 from transformer_viz.core.trace import Trace
+from transformer_viz.models.config import ModelConfig, preset
 from transformer_viz.models.trace_docs import names_markdown
-from transformer_viz.models.transformer import trace_names, transformerlens_hook
+from transformer_viz.models.transformer import (Transformer, sinusoidal_positional_encoding, trace_names,
+                                                transformerlens_hook)
+from transformer_viz.text.decoding import beam_search, greedy_decode
 
 
 def _shape(template: str, dims: dict) -> tuple[int, ...] | None:

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.figures import assert_readable_diagram
 from transformer_viz.plots.architecture import architecture_figure
 from transformer_viz.plots.blocks import TEXT_SIZE, Box, contrast_ratio, relative_luminance, text_fits, text_width
-
-from tests.support.figures import assert_readable_diagram
 
 
 @pytest.mark.parametrize("N, d_model, h, d_ff, V, S, T", [

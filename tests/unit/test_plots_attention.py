@@ -7,10 +7,9 @@ import math
 import numpy as np
 import pytest
 
+from tests.support.figures import z_of
 from transformer_viz.plots import attention as att
 from transformer_viz.text.analysis import softmax
-
-from tests.support.figures import z_of
 
 
 def test_worked_score_equals_the_traced_score_for_every_cell(sentence_trace, tiny_model):

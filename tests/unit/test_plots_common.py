@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from transformer_viz.plots.common import ALLOWED_COLOUR, MASKED_COLOUR, heatmap, heatmap_traces, make_figure, mask_figure
-from transformer_viz.text.analysis import log_softmax, softmax
-
 from tests.support.figures import traces, z_of
+from transformer_viz.plots.common import (ALLOWED_COLOUR, MASKED_COLOUR, heatmap, heatmap_traces, make_figure,
+                                          mask_figure)
+from transformer_viz.text.analysis import log_softmax, softmax
 
 
 def test_masked_cells_get_a_grey_trace_of_their_own_and_no_colour():

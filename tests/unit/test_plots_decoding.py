@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from transformer_viz.text.decoding import beam_search
-from transformer_viz.plots.decoding import beam_backtrack, beam_tree, beam_tree_figure, causal_mask_figure, key_mask_figure, topk_figure
-from transformer_viz.text.analysis import (PREDICTION_HEADERS, batch_row_labels, beam_hypothesis, compare_predictions,
-                                          future_mass, mask_effect_text, prediction_table)
-from transformer_viz.text.tokenizer import EOS, PAD
-
 from tests.support.figures import traces
+from transformer_viz.plots.decoding import (beam_backtrack, beam_tree, beam_tree_figure, causal_mask_figure,
+                                            key_mask_figure, topk_figure)
+from transformer_viz.text.analysis import (PREDICTION_HEADERS, batch_row_labels, beam_hypothesis, compare_predictions,
+                                           future_mass, mask_effect_text, prediction_table)
+from transformer_viz.text.decoding import beam_search
+from transformer_viz.text.tokenizer import EOS, PAD
 
 
 def reference_softmax(z: np.ndarray) -> np.ndarray:

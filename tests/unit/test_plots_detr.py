@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from transformer_viz.plots.detr import (attention_on_canvas_figure, cost_matrix_figure, detections_figure, query_classes_figure, query_colour)
 from tests.support.figures import z_of
+from transformer_viz.plots.detr import (attention_on_canvas_figure, cost_matrix_figure, detections_figure,
+                                        query_classes_figure, query_colour)
 
 
 def test_a_box_covers_exactly_its_pixels():

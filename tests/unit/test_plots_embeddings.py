@@ -8,10 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from transformer_viz.plots import embeddings as emb
-
 from tests.support.figures import z_of
-
+from transformer_viz.plots import embeddings as emb
 
 EVIL = ["<script>", "a&b", "▁Hund"]
 EVIL_ESCAPED = ["0 &lt;script&gt;", "1 a&amp;b", "2 ␣Hund"]  # the word-start mark shown as ␣, never as "_"

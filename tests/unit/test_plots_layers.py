@@ -6,9 +6,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from transformer_viz.plots.layers import (attention_map, head_grid, masked_attention_figure, position_stats, relu_zero_fraction, zero_fraction_figure)
-
 from tests.support.figures import traces, z_of
+from transformer_viz.plots.layers import (attention_map, head_grid, masked_attention_figure, position_stats,
+                                          relu_zero_fraction, zero_fraction_figure)
 
 
 def reference_softmax(z: np.ndarray) -> np.ndarray:

@@ -8,11 +8,10 @@ import math
 import numpy as np
 import pytest
 
+from tests.support.figures import z_of
 from transformer_viz.engine import traced_forward
 from transformer_viz.models.transformer import sinusoidal_positional_encoding
 from transformer_viz.plots import positional as pos
-
-from tests.support.figures import z_of
 
 
 @pytest.mark.parametrize("base", [100.0, 10000.0])

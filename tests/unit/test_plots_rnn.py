@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from transformer_viz.plots.rnn import (bucket_bleu_figure, context_figure, hidden_states_figure, steps_figure, timing_figure, unrolled_figure)
-
 from tests.support.figures import array, z_of
+from transformer_viz.plots.rnn import (bucket_bleu_figure, context_figure, hidden_states_figure, steps_figure,
+                                       timing_figure, unrolled_figure)
 
 
 def test_hidden_states_outline_the_context_row():

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from transformer_viz.plots import shapes as shp
-from transformer_viz.models.transformer import trace_names
-
 from tests.support.figures import assert_readable_diagram
+from transformer_viz.models.transformer import trace_names
+from transformer_viz.plots import shapes as shp
 
 
 def test_shape_table_and_flow_use_the_traced_shapes(sentence_trace, tiny_model):

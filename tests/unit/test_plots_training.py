@@ -5,11 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.support.figures import traces
 from transformer_viz.app.lecture.figures import lr_curve
 from transformer_viz.plots.training import lr_schedule_figure
 from transformer_viz.training.schedule import learning_rate
-
-from tests.support.figures import traces
 
 
 def test_lr_schedule_peaks_at_warmup():

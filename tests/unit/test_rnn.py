@@ -9,12 +9,11 @@ import shutil
 import pytest
 import torch
 
-from transformer_viz.checkpoints import CheckpointError, checkpoint_arch, load_checkpoint, save_checkpoint
-from transformer_viz.text.decoding import beam_search, greedy_decode
-from transformer_viz.models.rnn import RNNSeq2Seq, preset, trace_names
-from transformer_viz.core.trace import Trace
-
 from tests.conftest import synthetic_pairs
+from transformer_viz.checkpoints import CheckpointError, checkpoint_arch, load_checkpoint, save_checkpoint
+from transformer_viz.core.trace import Trace
+from transformer_viz.models.rnn import RNNSeq2Seq, preset, trace_names
+from transformer_viz.text.decoding import beam_search, greedy_decode
 
 V = 40
 

@@ -14,11 +14,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from transformer_viz.text.corpora import DataError, make_batch, read_split, token_batches
-from transformer_viz.training.translation import TrainConfig, learning_rate, rewarmup_factor, train
-from transformer_viz.training.common import TrainState
-
 from tests.support.corpora import synthetic_pairs
+from transformer_viz.text.corpora import DataError, make_batch, read_split, token_batches
+from transformer_viz.training.common import TrainState
+from transformer_viz.training.translation import TrainConfig, learning_rate, rewarmup_factor, train
 
 ROOT = Path(__file__).resolve().parents[2]
 

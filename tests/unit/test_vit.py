@@ -9,13 +9,14 @@ import pytest
 import torch
 
 from transformer_viz.checkpoints import CheckpointError, checkpoint_arch, load_checkpoint
-from transformer_viz.models.config import preset
-from transformer_viz.vision.digits import load_split
-from transformer_viz.training.vit import ViTTrainConfig, save_vit_checkpoint, shift_images, train_vit
-from transformer_viz.plots.vit import (attention_overlay_figure, attention_rollout, class_probs_figure, patch_embeddings_figure, patch_grid_figure, upsample)
-from transformer_viz.models.transformer import Transformer
 from transformer_viz.core.trace import Trace
+from transformer_viz.models.config import preset
+from transformer_viz.models.transformer import Transformer
 from transformer_viz.models.vit import ViT, ViTConfig, patchify, trace_names, unpatchify
+from transformer_viz.plots.vit import (attention_overlay_figure, attention_rollout, class_probs_figure,
+                                       patch_embeddings_figure, patch_grid_figure, upsample)
+from transformer_viz.training.vit import ViTTrainConfig, save_vit_checkpoint, shift_images, train_vit
+from transformer_viz.vision.digits import load_split
 
 TINY = dict(d_model=16, d_ff=32, h=2, N=2, dropout=0.0)
 

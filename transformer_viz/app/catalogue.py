@@ -10,12 +10,12 @@ import os
 from pathlib import Path
 
 from transformer_viz.checkpoints import CONFIG, TOKENIZER_DIR, WEIGHTS, checkpoint_arch
+from transformer_viz.core.paths import PROJECT_ROOT
 from transformer_viz.models.registry import DEFAULT_ARCH, architecture
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CHECKPOINTS_ENV = "TRANSFORMER_VIZ_CHECKPOINTS"  # checkpoint roots set by the operator (os.pathsep-separated)
 
-# A transformers Marian directory keeps its tokenizer files beside the weights (interop/hf.py).
+# A transformers Marian directory keeps its tokenizer files beside the weights (checkpoints/marian.py).
 MARIAN_FILES = ("source.spm", "target.spm", "vocab.json", "tokenizer.json", "tokenizer_config.json")
 
 

@@ -13,7 +13,8 @@ from transformer_viz.app import loaders, widgets
 from transformer_viz.app.sidebar import Selection
 from transformer_viz.plots.common import token_text
 from transformer_viz.plots.decoding import forced_comparison_figure
-from transformer_viz.plots.layers import (ffn_hidden_figure, gamma_beta_figure, layernorm_stats_figure, position_stats, relu_zero_fraction, zero_fraction_figure)
+from transformer_viz.plots.layers import (ffn_hidden_figure, gamma_beta_figure, layernorm_stats_figure, position_stats,
+                                          relu_zero_fraction, zero_fraction_figure)
 from transformer_viz.text.tokenizer import BOS, PAD
 
 if TYPE_CHECKING:

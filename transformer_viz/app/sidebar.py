@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import streamlit as st
 
 from transformer_viz.app import loaders
+from transformer_viz.app.about import checkpoint_info, direction_label
 from transformer_viz.app.catalogue import CHECKPOINTS_ENV, list_checkpoints
 from transformer_viz.app.examples import examples_for
-from transformer_viz.app.about import checkpoint_info, direction_label
 from transformer_viz.app.widgets import show_user_text
 from transformer_viz.checkpoints import CheckpointError
 from transformer_viz.models.config import ModelConfig

@@ -5,7 +5,17 @@ The public names are re-exported here; import them from ``transformer_viz.checkp
 """
 
 from transformer_viz.checkpoints.cards import model_card  # noqa: F401
-from transformer_viz.checkpoints.format import (CARD, CONFIG, DTYPES, METADATA, TOKENIZER_DIR, WEIGHTS,  # noqa: F401
-                                                Checkpoint, CheckpointError, checkpoint_arch, read_generation_defaults)
+from transformer_viz.checkpoints.format import (  # noqa: F401
+                                                CARD,
+                                                CONFIG,
+                                                DTYPES,
+                                                METADATA,
+                                                TOKENIZER_DIR,
+                                                WEIGHTS,
+                                                Checkpoint,
+                                                CheckpointError,
+                                                checkpoint_arch,
+                                                read_generation_defaults,
+)
 from transformer_viz.checkpoints.load import load_checkpoint, load_config, load_metadata  # noqa: F401
 from transformer_viz.checkpoints.save import save_checkpoint, save_image_model, state_dict_for_saving  # noqa: F401

@@ -5,17 +5,17 @@ Layout::
     DIR/model.safetensors   weights (float16 or float32), read with safetensors: no code is executed
     DIR/config.json         ModelConfig, rebuilds the model (or RNNConfig, marked "arch": "rnn": a recurrent
                             encoder–decoder, see rnn.py; or ViTConfig, "arch": "vit": the Vision Transformer
-                            of vit.py, whose directory has no tokenizer, see digits.py; or DETRConfig,
-                            "arch": "detr": the toy Detection Transformer of detr.py, see canvases.py)
+                            of models/vit.py, whose directory has no tokenizer, see vision/digits.py; or DETRConfig,
+                            "arch": "detr": the toy Detection Transformer of models/detr.py, see vision/canvases.py)
     DIR/tokenizer/          the tokenizer, saved with save_pretrained (tokenizer.json is plain JSON)
     DIR/generation_config.json  decoding defaults (beam width, length penalty), transformers' format
     DIR/metadata.json       training data, hyper-parameters, per-epoch history, scores (the model card data)
     DIR/README.md           the model card, human-readable, written from metadata.json
     DIR/language_stats.json token -> language and training source lengths, for the input warnings
-                            (written by ``python -m transformer_viz language-stats``, see checks.py)
+                            (written by ``python -m transformer_viz language-stats``, see text/language_stats.py)
 
 A transformers Marian directory (config.json with "model_type": "marian", model.safetensors, source.spm,
-target.spm and vocab.json, as ``save_pretrained`` writes it) loads too: hf.py maps it onto our Transformer.
+target.spm and vocab.json, as ``save_pretrained`` writes it) loads too: checkpoints/marian.py maps it onto our Transformer.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from transformer_viz.checkpoints.format import (CONFIG, DTYPES, TOKENIZER_DIR, WEIGHTS, Checkpoint, CheckpointError,
-                                                config_from_dict, is_marian_dir, read_generation_defaults, read_metadata,
-                                                read_weights, refuse_pickles)
+                                                config_from_dict, is_marian_dir, read_generation_defaults,
+                                                read_metadata, read_weights, refuse_pickles)
 from transformer_viz.checkpoints.marian import load_marian, marian_metadata, marian_model_config
 from transformer_viz.models.config import ModelConfig
 from transformer_viz.models.registry import ARCHITECTURES

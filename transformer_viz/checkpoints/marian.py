@@ -2,7 +2,7 @@
 our Transformer (the export, the reverse mapping, is interop.marian_export).
 
 A Marian model is the same Post-LN encoder–decoder as ours, so the weights map one to one, with five
-differences that are handled exactly (equivalence-tested in tests/test_hf.py, logits within 1e-4):
+differences that are handled exactly (equivalence-tested in tests/unit/test_hf.py, logits within 1e-4):
 
 - **The sinusoidal table.** Marian puts all sines before all cosines (column i < d/2: sin(pos / 10000^(2i/d)),
   column d/2 + i: the matching cosine); ours interleaves them (column 2i: sin, 2i + 1: cos). Reordering the
@@ -32,8 +32,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from transformer_viz.checkpoints.format import (METADATA, WEIGHTS, Checkpoint, CheckpointError, read_generation_defaults,
-                                                read_metadata, read_weights)
+from transformer_viz.checkpoints.format import (METADATA, WEIGHTS, Checkpoint, CheckpointError,
+                                                read_generation_defaults, read_metadata, read_weights)
 from transformer_viz.models.config import ModelConfig
 from transformer_viz.text.decoding_defaults import read_json_object
 

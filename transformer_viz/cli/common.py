@@ -8,8 +8,9 @@ import argparse
 import sys
 from pathlib import Path
 
-# The shipped checkpoints sit at the repository's root, beside the package.
-DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[2] / "checkpoints" / "de-en"
+from transformer_viz.core.paths import CHECKPOINTS_DIR
+
+DEFAULT_CHECKPOINT = CHECKPOINTS_DIR / "de-en"
 MAX_BEAM = 32  # wider beams cost memory (beam × vocabulary per step) and rarely help
 # What each family that reads pixels is trained on, for the message that sends its checkpoint to `<family>-eval`.
 IMAGE_DATA = {"vit": "digits", "detr": "digits on canvases"}

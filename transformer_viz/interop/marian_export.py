@@ -113,7 +113,7 @@ def export_hf(ckpt: Checkpoint, out: str | Path) -> Path:
                 shutil.copyfile(Path(ckpt.path) / name, out / name)
     else:
         exported_tokenizer(ckpt.tokenizer).save_pretrained(str(out))
-        # Typed "<pad>" or "</s>" stays text for transformers' users too, as in our engine (tokenizer.py).
+        # Typed "<pad>" or "</s>" stays text for transformers' users too, as in our engine (text/tokenizer.py).
         config = read_json_object(out / "tokenizer_config.json")
         config["split_special_tokens"] = True
         (out / "tokenizer_config.json").write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n")

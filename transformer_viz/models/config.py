@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from transformer_viz.core.jsonconfig import JsonConfig, check_size, field_problems
 from transformer_viz.core.special_tokens import BOS, EOS, PAD, UNK
 
-
-ACTIVATIONS = ("relu", "gelu", "swish")  # what FeedForward implements (model.py)
+ACTIVATIONS = ("relu", "gelu", "swish")  # what FeedForward implements (models/transformer.py)
 
 
 @dataclass
@@ -32,7 +31,7 @@ class ModelConfig(JsonConfig):
     tie_embeddings: bool = True  # source, target and output projection share one matrix (joint vocabulary)
     layer_norm_eps: float = 1e-5
     # The feed-forward network's nonlinearity: "relu" as in the paper; "gelu" (exact, erf) and "swish"
-    # (x·sigmoid(x), also called SiLU) for imported Marian models (hf.py).
+    # (x·sigmoid(x), also called SiLU) for imported Marian models (checkpoints/marian.py).
     activation: str = "relu"
     scale_embedding: bool = True  # embeddings × √d_model (the paper); Marian models may switch it off
     # A learned-elsewhere bias added to the logits (Marian's final_logits_bias); our own models have none.

@@ -1,12 +1,12 @@
 """Attention beyond text, part two: a toy Detection Transformer (Carion et al., 2020) that finds handwritten digits
-on a small canvas, written as plainly as ``model.py``, whose encoder and decoder layers it reuses.
+on a small canvas, written as plainly as ``transformer.py``, whose encoder and decoder layers it reuses.
 
 A small CNN turns the canvas into a grid of feature vectors; each grid cell is a token of the encoder, which
 mixes them with self-attention. The decoder starts from a fixed set of M learned *object queries*; each query
 looks at the image through cross-attention (queries from the decoder, keys and values from the encoder's
 output) and at the other queries through self-attention, and finally predicts one object: a class among the
 ten digits or "no object" (∅), and a box. There is no anchor, no non-maximum suppression and no causal mask:
-the queries are a set, and training pairs them one-to-one with the objects (Hungarian matching, boxes.py).
+the queries are a set, and training pairs them one-to-one with the objects (Hungarian matching, models/boxes.py).
 
     tokens = Conv(canvas) flattened + E_pos,  memory = Encoder(tokens),  y = Decoder(Q_obj, memory)
     class_i = softmax(W_c y_i)  (11 classes, the last is ∅),   box_i = sigmoid(MLP(y_i)) = (cx, cy, w, h) ∈ [0, 1]⁴
@@ -25,8 +25,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from transformer_viz.core.jsonconfig import JsonConfig, check_size, field_problems
-from transformer_viz.models.transformer import DecoderLayer, EncoderLayer
 from transformer_viz.core.trace import Trace
+from transformer_viz.models.transformer import DecoderLayer, EncoderLayer
 
 ARCH = "detr"
 LIMITS = {"canvas_size": (4, 1024), "backbone_channels": (1, 1024), "n_queries": (1, 1024),

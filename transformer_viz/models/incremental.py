@@ -1,5 +1,5 @@
 """Encoding and the decoder's step during generation, written for speed: the arithmetic of the model's
-``start_state`` and ``decode_step`` (model.py, which stay the readable reference; tests hold the two to the
+``start_state`` and ``decode_step`` (models/transformer.py, which stay the readable reference; tests hold the two to the
 same logits and outputs), with four differences in how it is done, none in what:
 
 - Products with few rows read their weight transposed, (d_in, d_out) in memory. A step of greedy
@@ -156,7 +156,7 @@ def usable(model) -> bool:
 
 
 def _add_norm(cfg, x: torch.Tensor, sublayer, norm: tuple) -> torch.Tensor:
-    """AddNorm.forward (model.py) without dropout: Post-LN LayerNorm(x + Sublayer(x)), or Pre-LN."""
+    """AddNorm.forward (models/transformer.py) without dropout: Post-LN LayerNorm(x + Sublayer(x)), or Pre-LN."""
     if cfg.pre_ln:
         return x + sublayer(F.layer_norm(x, (cfg.d_model,), *norm, cfg.layer_norm_eps))
     return F.layer_norm(x + sublayer(x), (cfg.d_model,), *norm, cfg.layer_norm_eps)

@@ -1,5 +1,5 @@
 """Before the Transformer: a GRU encoder–decoder (Cho et al., 2014) and the same with additive attention
-(Bahdanau et al., 2015), written as plainly as ``model.py``.
+(Bahdanau et al., 2015), written as plainly as ``transformer.py``.
 
 The encoder reads the source one token at a time: H_s = GRU(E[x_s], H_{s−1}). Without attention the
 decoder sees the source only through the last real state, the context c = H_S: its input at every step
@@ -11,7 +11,7 @@ projected to d_emb and multiplied by the embedding matrix, which source, target 
 
 Each model offers what the rest of the package uses from a Transformer: ``forward(src, tgt, trace)`` for
 teacher forcing and tracing, ``start_state`` / ``decode_step`` for greedy and beam search
-(:mod:`transformer_viz.decoding` runs unchanged), ``num_parameters`` and ``cfg`` (pad/bos/eos IDs, max_len).
+(:mod:`transformer_viz.text.decoding` runs unchanged), ``num_parameters`` and ``cfg`` (pad/bos/eos IDs, max_len).
 The encoder is unidirectional and one layer deep (Bahdanau et al. used a bidirectional one), so that
 "the context is the encoder's last state" means exactly one vector.
 """

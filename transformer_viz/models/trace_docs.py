@@ -8,7 +8,6 @@ from __future__ import annotations
 from transformer_viz.models.registry import ARCHITECTURES
 from transformer_viz.models.transformer import trace_names, transformerlens_hook
 
-
 _DOC_HEAD = """# Traced tensors: names, shapes, formulas
 
 Every name that `Transformer.forward(src, tgt, trace=Trace())` records, in the order it is recorded.

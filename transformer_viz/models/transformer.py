@@ -15,9 +15,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_viz.models.config import ModelConfig
 from transformer_viz.core.masks import padding_mask, target_mask
 from transformer_viz.core.trace import Trace
+from transformer_viz.models.config import ModelConfig
 
 
 def sinusoidal_positional_encoding(length: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
@@ -34,7 +34,7 @@ def sinusoidal_positional_encoding(length: int, d_model: int, base: float = 1000
 class Embedding(nn.Module):
     """Token embedding scaled by √d_model, so that it is not drowned by the positional encoding.
 
-    ``scale=False`` leaves the rows as they are (Marian models trained without the scale, see hf.py)."""
+    ``scale=False`` leaves the rows as they are (Marian models trained without the scale, see checkpoints/marian.py)."""
 
     def __init__(self, vocab_size: int, d_model: int, scale: bool = True) -> None:
         super().__init__()

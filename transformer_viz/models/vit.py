@@ -1,9 +1,9 @@
 """Attention beyond text: a Vision Transformer (Dosovitskiy et al., 2021) for 8 × 8 handwritten digits, written
-as plainly as ``model.py``, whose encoder layer it reuses.
+as plainly as ``transformer.py``, whose encoder layer it reuses.
 
 The image is cut into non-overlapping p × p patches; each patch, flattened to p·p pixel values, is a token:
 x_p^i E (a linear map to d_model). A learned [CLS] token is put in front, a learned position embedding is
-added to every token, and the N encoder layers of ``model.py`` (the same attention code, the same trace names
+added to every token, and the N encoder layers of ``transformer.py`` (the same attention code, the same trace names
 ``encoder.{i}.self_attn.weights`` …) mix them. The class is read from the [CLS] token's final state:
 
     z_0 = [x_cls; x_p^1 E; …; x_p^P E] + E_pos,   z_l = EncoderLayer(z_{l−1}),   y = softmax(W LayerNorm(z_N^0))
@@ -21,8 +21,8 @@ import torch
 from torch import nn
 
 from transformer_viz.core.jsonconfig import JsonConfig, check_size, field_problems
-from transformer_viz.models.transformer import EncoderLayer
 from transformer_viz.core.trace import Trace
+from transformer_viz.models.transformer import EncoderLayer
 
 ARCH = "vit"
 LIMITS = {"image_size": (1, 1024), "patch_size": (1, 1024), "n_classes": (1, 100_000), "d_model": (2, 8192),
@@ -35,7 +35,7 @@ class ViTConfig(JsonConfig):
     """Hyper-parameters of the Vision Transformer; ``arch`` tells a checkpoint's loader what to build.
 
     The encoder fields (d_model, d_ff, h, N, dropout, attn_dropout, pre_ln, layer_norm_eps) mean what they
-    mean in :class:`~transformer_viz.config.ModelConfig`: ``model.EncoderLayer`` reads them from this config.
+    mean in :class:`~transformer_viz.models.config.ModelConfig`: ``transformer.EncoderLayer`` reads them from this config.
     """
 
     image_size: int = 8  # images are image_size × image_size, one channel, values in [0, 1]

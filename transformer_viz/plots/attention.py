@@ -7,7 +7,8 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from transformer_viz.plots.common import (MASKED_WEIGHT, NEGATIVE, POSITIVE, SEQUENTIAL, base_layout, heatmap, mask_figure, safe_label, token_labels)
+from transformer_viz.plots.common import (MASKED_WEIGHT, NEGATIVE, POSITIVE, SEQUENTIAL, base_layout, heatmap,
+                                          mask_figure, safe_label, token_labels)
 
 # Which attention, where its queries and keys come from: (trace prefix template, query side, key side).
 ATTENTION_KINDS = {

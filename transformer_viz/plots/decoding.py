@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from transformer_viz.plots.common import (BLUE, FAINT, GREEN, INK, ORANGE, SEQUENTIAL, make_figure, mask_figure, safe_label, token_text)
+from transformer_viz.plots.common import (BLUE, FAINT, GREEN, INK, ORANGE, SEQUENTIAL, make_figure, mask_figure,
+                                          safe_label, token_text)
 
 _shown = token_text  # beam_tree_figure's argument of that name hides it
 

@@ -8,7 +8,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from transformer_viz.core.special_tokens import PAD
-from transformer_viz.plots.common import (ALLOWED_COLOUR, MASKED_COLOUR, SEQUENTIAL, base_layout, heatmap, safe_label, token_labels, token_text)
+from transformer_viz.plots.common import (ALLOWED_COLOUR, MASKED_COLOUR, SEQUENTIAL, base_layout, heatmap, safe_label,
+                                          token_labels, token_text)
 
 
 def pad_ids(ids: list[int], length: int, pad_id: int = PAD) -> tuple[list[int], list[bool]]:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from transformer_viz.plots.common import (BLUE, DIVERGING, GUIDE, LIGHT_BLUE, LIGHT_ORANGE, MASKED_WEIGHT, ORANGE, PURPLE, SEQUENTIAL, heatmap_traces, make_figure)
+from transformer_viz.plots.common import (BLUE, DIVERGING, GUIDE, LIGHT_BLUE, LIGHT_ORANGE, MASKED_WEIGHT, ORANGE,
+                                          PURPLE, SEQUENTIAL, heatmap_traces, make_figure)
 
 PANEL_GAP_X = 0.03
 PANEL_GAP_Y = 0.09

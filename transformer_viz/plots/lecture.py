@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from transformer_viz.plots.common import (ARROW, BLUE, DECODER_FILL, ENCODER_FILL, FAINT, GREEN, INK, LIGHT_BLUE, MASKED_COLOUR, ORANGE, make_figure, safe_label, token_text)
+from transformer_viz.plots.common import (ARROW, BLUE, DECODER_FILL, ENCODER_FILL, FAINT, GREEN, INK, LIGHT_BLUE,
+                                          MASKED_COLOUR, ORANGE, make_figure, safe_label, token_text)
 
 
 def _node(x: float, y: float, text: str, colour: str, hover: str) -> dict:

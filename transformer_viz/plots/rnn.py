@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from transformer_viz.plots.common import (BLUE, DIVERGING, GREEN, GUIDE, LIGHT_BLUE, ORANGE, PURPLE, category_axes, heatmap_traces, make_figure, safe_label, token_text)
+from transformer_viz.plots.common import (BLUE, DIVERGING, GREEN, GUIDE, LIGHT_BLUE, ORANGE, PURPLE, category_axes,
+                                          heatmap_traces, make_figure, safe_label, token_text)
 
 MODEL_COLOURS = {"RNN": LIGHT_BLUE, "RNN + attention": BLUE, "Transformer": ORANGE}
 

@@ -7,7 +7,8 @@ import re
 import plotly.graph_objects as go
 
 from transformer_viz.plots.blocks import GAP, Diagram, stack
-from transformer_viz.plots.common import (ADD_NORM_FILL, DECODER_FILL, EMBEDDING_FILL, ENCODER_FILL, OUTPUT_FILL, safe_label)
+from transformer_viz.plots.common import (ADD_NORM_FILL, DECODER_FILL, EMBEDDING_FILL, ENCODER_FILL, OUTPUT_FILL,
+                                          safe_label)
 
 # The path a sentence takes, one representative tensor per step (layer 0: every layer has the same shapes),
 # bottom to top as the architecture is drawn: the encoder's steps, then the decoder's ("\n" breaks a label).

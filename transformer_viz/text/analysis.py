@@ -10,7 +10,6 @@ from transformer_viz.core.special_tokens import EOS, PAD, output_ids
 from transformer_viz.plots.common import token_text
 from transformer_viz.plots.decoding import beam_backtrack
 
-
 # --- the softmax -------------------------------------------------------------------------------------
 
 def log_softmax(logits) -> np.ndarray:

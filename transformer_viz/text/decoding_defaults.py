@@ -24,8 +24,8 @@ class GenerationDefaults:
 
     num_beams: 1 is greedy. length_penalty: α in the GNMT penalty ((5 + |Y|) / 6)^α that ranks finished
     beams (log-probability / penalty); unused by greedy decoding. max_new_tokens: 0 means the engine's
-    rule (:func:`~transformer_viz.decoding.max_output_length`). max_loop_repeats: see
-    :func:`~transformer_viz.decoding.loop_bans`.
+    rule (:func:`~transformer_viz.text.decoding.max_output_length`). max_loop_repeats: see
+    :func:`~transformer_viz.text.decoding.loop_bans`.
     """
 
     num_beams: int = 1
@@ -37,7 +37,7 @@ class GenerationDefaults:
     max_loop_repeats: int = 0
     # Which beam search: "gnmt", ours (finished beams ranked by log p / ((5 + |Y|) / 6)^α), or "hf", the one
     # transformers' generate runs (log p / |Y|^α, with its early_stopping rule; decoding.beam_search_hf).
-    # Not a transformers key; a Marian directory's generation_config.json means "hf" (hf.py).
+    # Not a transformers key; a Marian directory's generation_config.json means "hf" (checkpoints/marian.py).
     beam_scoring: str = "gnmt"
     early_stopping: bool | str = False  # transformers' key: False, True or "never"; read by the "hf" scoring
     # Token IDs never written: the single-token entries of transformers' bad_words_ids (Marian models ban <pad>).

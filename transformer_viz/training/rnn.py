@@ -1,6 +1,6 @@
 """Training the recurrent encoder–decoders (rnn.py) on the shipped Transformer's data and tokenizer.
 
-The pieces come from train.py: the corpora and their mix (:func:`~transformer_viz.train.load_corpora`),
+The pieces come from the translation trainer: the corpora and their mix (:func:`~transformer_viz.training.translation.load_corpora`),
 batches by token count, the label-smoothed loss, greedy validation BLEU, the resumable state in
 safetensors + JSON. What differs is the recipe usual for recurrent models: Adam at a fixed learning rate
 (1e-3), halved after an epoch without a better validation BLEU, and gradient-norm clipping.
@@ -24,13 +24,14 @@ from pathlib import Path
 import torch
 
 from transformer_viz.checkpoints import save_checkpoint, state_dict_for_saving
-from transformer_viz.text.corpora import encode_pairs, make_batch, token_batches
-from transformer_viz.models.rnn import RNNSeq2Seq, preset
-from transformer_viz.training.translation import TrainConfig, load_corpora
-from transformer_viz.training.common import TrainState, autocast, load_train_state, save_train_state, validation_bleu, validation_loss
+from transformer_viz.core.paths import PROJECT_ROOT
 from transformer_viz.models.losses import label_smoothed_loss
+from transformer_viz.models.rnn import RNNSeq2Seq, preset
+from transformer_viz.text.corpora import encode_pairs, make_batch, token_batches
+from transformer_viz.training.common import (TrainState, autocast, load_train_state, save_train_state, validation_bleu,
+                                             validation_loss)
+from transformer_viz.training.translation import TrainConfig, load_corpora
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TOKENIZER = "checkpoints/de-en/tokenizer"  # relative to the project root
 
 
@@ -59,7 +60,7 @@ class RNNTrainConfig:
 
 
 def _corpora(tc: RNNTrainConfig, data_dir, tatoeba_dir, pairs):
-    """train.py's corpora and mix; validation on Multi30k val only (the Tatoeba dev split is scored at the end
+    """The translation trainer's corpora and mix; validation on Multi30k val only (the Tatoeba dev split is scored at the end
     by ``evaluate``: greedy decoding of its 2,000 sentences after every epoch would cost minutes of the budget)."""
     shared = TrainConfig(src_lang=tc.src_lang, tgt_lang=tc.tgt_lang, train_limit=tc.train_limit,
                          multi30k_copies=tc.multi30k_copies, tatoeba_copies=tc.tatoeba_copies)

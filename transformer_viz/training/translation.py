@@ -21,12 +21,12 @@ import torch
 
 from transformer_viz.checkpoints import save_checkpoint, state_dict_for_saving
 from transformer_viz.models.config import ModelConfig, preset
-from transformer_viz.text.corpora import Batch, encode_pairs, make_batch, read_split, token_batches
-from transformer_viz.models.transformer import Transformer
-from transformer_viz.training.schedule import DEFAULT_WARMUP, learning_rate
 from transformer_viz.models.losses import label_smoothed_loss
+from transformer_viz.models.transformer import Transformer
+from transformer_viz.text.corpora import Batch, encode_pairs, make_batch, read_split, token_batches
 from transformer_viz.training.common import (Distributed, TrainState, attention_kernel, autocast, average_weights,
                                              load_train_state, save_train_state, validation_bleu, validation_loss)
+from transformer_viz.training.schedule import DEFAULT_WARMUP, learning_rate
 from transformer_viz.training.warm_start import continue_from_checkpoint, warm_start
 
 

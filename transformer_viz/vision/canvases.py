@@ -2,7 +2,7 @@
 is training.detr, the checkpoint's card checkpoints.cards.detr_card).
 
 A canvas is canvas_size × canvas_size (32 by default), black, with 1 to 4 digits pasted at random places where
-no two touch. Each digit is one of scikit-learn's 8 × 8 images (digits.py) resized to a random side of 8 to 12
+no two touch. Each digit is one of scikit-learn's 8 × 8 images (vision/digits.py) resized to a random side of 8 to 12
 pixels; its box is the square it was pasted into. Canvas ``index`` of seed ``S`` is drawn from
 ``numpy.random.default_rng([S, index])``, so any canvas can be rebuilt from two numbers (the page's URL keeps
 the seed). Training canvases use the training images of the ViT's fixed split and the training seed;

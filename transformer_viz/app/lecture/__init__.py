@@ -14,11 +14,11 @@ from transformer_viz.app.lecture.figures import (FIGURES, PROJECTOR_HEIGHT, Figu
 from transformer_viz.app.lecture.presets import (PRESETS, UNSURE, Preset, chosen_probabilities, preset_for,
                                                  preset_verdict)
 from transformer_viz.app.lecture.steps import STEPS, Notes, Step, lines, step_number
-from transformer_viz.app.lecture.texts import (FOCUS_WORDS, focus_query, pct, strongest_link, text_add_norm,
-                                               text_cross, text_detr, text_embeddings, text_encoder_stack,
-                                               text_inference, text_lookup, text_masked_self, text_multihead,
-                                               text_output, text_positional, text_qkv, text_rnn, text_scores,
-                                               text_tokens, text_training, text_vit, word)
+from transformer_viz.app.lecture.texts import (FOCUS_WORDS, focus_query, pct, strongest_link, text_add_norm, text_cross,
+                                               text_detr, text_embeddings, text_encoder_stack, text_inference,
+                                               text_lookup, text_masked_self, text_multihead, text_output,
+                                               text_positional, text_qkv, text_rnn, text_scores, text_tokens,
+                                               text_training, text_vit, word)
 
 __all__ = ["FIGURES", "FOCUS_WORDS", "LOOKUP_KEYS", "PRESETS", "PROJECTOR_HEIGHT", "STEPS", "UNSURE", "Context",
            "FigureSpec", "Notes", "Preset", "Step", "chosen_probabilities", "draw", "drawer", "encoder_weights",

@@ -11,8 +11,8 @@ from typing import Callable
 import numpy as np
 import plotly.graph_objects as go
 
-from transformer_viz.app.lecture.context import (LOOKUP_KEYS, Context, encoder_weights, lookup_weights,
-                                                 padded_length, traced)
+from transformer_viz.app.lecture.context import (LOOKUP_KEYS, Context, encoder_weights, lookup_weights, padded_length,
+                                                 traced)
 from transformer_viz.plots import attention as attention_plots
 from transformer_viz.plots import decoding as decoding_plots
 from transformer_viz.plots import embeddings as embedding_plots

@@ -8,7 +8,6 @@ from transformer_viz.app import frame, steps, widgets
 from transformer_viz.plots import attention as plots
 from transformer_viz.text.analysis import softmax
 
-
 sel, run = frame.page_header(
     "Each token asks a question (its query q), every token offers a label (its key k) and a content (its "
     "value v). The query is compared with every key; the softmax of the scores says how much of each value to "

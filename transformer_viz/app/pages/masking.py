@@ -1,5 +1,4 @@
-"""Masking lab: what the causal mask prevents (the decoder rerun without it), and what the padding mask
-does in a batch of sentences of different lengths."""
+"""Masking lab: the decoder rerun without its causal mask, and the padding mask in a batch of sentences."""
 
 import numpy as np
 import pandas as pd
@@ -10,7 +9,8 @@ from transformer_viz.app import examples, frame, loaders, steps, widgets
 from transformer_viz.plots.common import token_labels
 from transformer_viz.plots.decoding import key_mask_figure, prediction_change_figure
 from transformer_viz.plots.layers import attention_map, masked_attention_figure
-from transformer_viz.text.analysis import PREDICTION_HEADERS, batch_row_labels, compare_predictions, future_mass, mask_effect_text, prediction_table
+from transformer_viz.text.analysis import (PREDICTION_HEADERS, batch_row_labels, compare_predictions, future_mass,
+                                           mask_effect_text, prediction_table)
 
 
 @st.cache_resource(show_spinner="Running the batch…", max_entries=32)

@@ -1,6 +1,5 @@
-"""Before the Transformer: RNNs — a GRU encoder–decoder without and with attention on the same sentence as
-the Transformer: hidden states step by step, the context vector as the only bridge, the decoder unrolled,
-alignment next to cross-attention, sequential steps and time, and BLEU by sentence length."""
+"""Before the Transformer: RNNs — GRU encoder–decoders without and with attention on the sentence: hidden states,
+the context vector as the only bridge, the decoder unrolled, alignment, sequential time, BLEU by length."""
 
 import streamlit as st
 
@@ -8,7 +7,8 @@ from transformer_viz.app import about, frame, loaders, steps, widgets
 from transformer_viz.checkpoints import CheckpointError
 from transformer_viz.plots.common import token_labels
 from transformer_viz.plots.layers import attention_map
-from transformer_viz.plots.rnn import (bucket_bleu_figure, context_figure, hidden_states_figure, steps_figure, timing_figure, unrolled_figure)
+from transformer_viz.plots.rnn import (bucket_bleu_figure, context_figure, hidden_states_figure, steps_figure,
+                                       timing_figure, unrolled_figure)
 from transformer_viz.text.tokenizer import InputError
 
 EXAMPLE = "Komm her bitte."

@@ -5,9 +5,9 @@ import streamlit as st
 
 from transformer_viz import engine
 from transformer_viz.app import frame, widgets
+from transformer_viz.models.transformer import trace_names
 from transformer_viz.plots import shapes as plots
 from transformer_viz.plots.blocks import DIAGRAM_CAPTION
-from transformer_viz.models.transformer import trace_names
 
 
 @st.cache_data(show_spinner="Tracing the paper's base model (random weights)…", max_entries=32)

@@ -11,8 +11,8 @@ from transformer_viz.app.lecture.figures import lr_curve
 from transformer_viz.engine import teacher_forced_logits, teacher_forcing_losses
 from transformer_viz.plots.common import safe_label, token_text
 from transformer_viz.plots.training import expected_token_figure, history_figure, lr_schedule_figure
-from transformer_viz.training.schedule import learning_rate
 from transformer_viz.text.tokenizer import InputError
+from transformer_viz.training.schedule import learning_rate
 from transformer_viz.training.translation import TrainConfig
 
 TRAINING_DEFAULTS = TrainConfig()  # what a model card that records no schedule or smoothing was trained with

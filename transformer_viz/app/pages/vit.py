@@ -5,7 +5,8 @@ head, attention rollout across the layers, and the class probabilities. Pixels c
 import streamlit as st
 
 from transformer_viz.app import frame, loaders, sidebar, steps, widgets
-from transformer_viz.plots.vit import (attention_overlay_figure, attention_rollout, class_probs_figure, patch_embeddings_figure, patch_grid_figure)
+from transformer_viz.plots.vit import (attention_overlay_figure, attention_rollout, class_probs_figure,
+                                       patch_embeddings_figure, patch_grid_figure)
 
 frame.page_header(
     "Attention needs tokens, not words. A **Vision Transformer** cuts an image into patches of p × p pixels, "
