@@ -52,3 +52,26 @@ def test_the_training_data_line_names_every_corpus_of_the_card():
     card = {"data": {"Multi30k": "…", "Tatoeba": "…"}}
     assert training_data_line(card) == "Trained on picture captions (Multi30k) and everyday sentences (Tatoeba)."
     assert training_data_line({}) == "Trained on picture captions (Multi30k)."
+
+
+def test_a_lecture_sentence_gets_the_lectures_translation_and_a_plain_verdict(open_app):
+    from transformer_viz.app.examples import LECTURE_SENTENCES_DE
+
+    sentence = "Die Sonne geht im Osten auf."
+    assert sentence in LECTURE_SENTENCES_DE
+    at = open_app("transformer_viz/app/pages/overview.py", sentence)
+    notes = [i.value for i in at.info if "The lecture translates it as" in i.value]
+    assert len(notes) == 1 and "“The sun rises in the east.”" in notes[0]
+    assert "**This translation is wrong**" in notes[0]  # the tiny test model cannot translate it
+    other = open_app("transformer_viz/app/pages/overview.py", "ein mann spielt im park .")
+    assert not [i for i in other.info if "The lecture translates it as" in i.value]
+
+
+def test_the_verdict_names_a_wrong_translation_and_not_a_right_one():
+    from transformer_viz.app.examples import reference_note
+
+    right = reference_note("en", "I love machine learning.", "Ich liebe maschinelles Lernen.")
+    wrong = reference_note("en", "I love machine learning.", "Ich liebe Maschine.")
+    assert "chrF of this model's translation against it: 100" in right and "wrong" not in right
+    assert "**This translation is wrong**" in wrong
+    assert reference_note("en", "A dog.", "Ein Hund.") is None

@@ -18,3 +18,14 @@ def test_repetition_rate_counts_outputs_on_the_models_subwords(tokenizer):
     hyps = ["a man runs in the park .", "a a a a dog .", "the dog runs ."]
     assert repetition_rate(tokenizer, hyps) == 1 / 3
     assert repetition_rate(tokenizer, []) == 0.0
+
+
+def test_sentence_chrf_is_sacrebleus_for_one_sentence():
+    import sacrebleu
+
+    from transformer_viz.text.evaluation import sentence_chrf
+
+    assert sentence_chrf("The sun rises in the east.", "The sun rises in the east.") == 100.0
+    hyp, ref = "The sun is walking in Oast.", "The sun rises in the east."
+    assert sentence_chrf(hyp, ref) == sacrebleu.corpus_chrf([hyp], [[ref]]).score
+    assert 0 < sentence_chrf(hyp, ref) < 50

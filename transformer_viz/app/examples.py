@@ -1,31 +1,71 @@
-"""The example sentences the sidebar and the Masking lab offer, per source language."""
+"""The example sentences the sidebar and the Masking lab offer, per source language, and the lecture's own
+sentences with their reference translations."""
 
 from __future__ import annotations
+
+from transformer_viz.text.evaluation import sentence_chrf
+
+# The sentences a Transformer lecture is made of, with the translation the lecture gives (its reference):
+# offered as examples, and the Overview says how close the model's translation comes to the reference.
+LECTURE_SENTENCES_EN = {
+    "The animal didn't cross the street because it was too tired.":
+        "Das Tier überquerte die Straße nicht, weil es zu müde war.",
+    "The animal didn't cross the street because it was too wide.":
+        "Das Tier überquerte die Straße nicht, weil sie zu breit war.",
+    "The kids were scared of the lions, so they left right away.":
+        "Die Kinder hatten Angst vor den Löwen, also gingen sie sofort.",
+    "Where there is a will, there is a way.": "Wo ein Wille ist, ist auch ein Weg.",
+    "Although the sky is cloudy, it may not rain.": "Obwohl der Himmel bewölkt ist, regnet es vielleicht nicht.",
+    "I love machine learning.": "Ich liebe maschinelles Lernen.",
+    "The computer translates the sentence into German.": "Der Computer übersetzt den Satz ins Deutsche.",
+    "The sun rises in the east.": "Die Sonne geht im Osten auf.",
+}
+LECTURE_SENTENCES_DE = {german: english for english, german in LECTURE_SENTENCES_EN.items()}
+LECTURE_SENTENCES = {"en": LECTURE_SENTENCES_EN, "de": LECTURE_SENTENCES_DE}
+WRONG_BELOW = 50.0  # chrF against the reference under which a translation counts as wrong
+
 
 # Picture captions (what Multi30k holds) first, then everyday sentences (what Tatoeba holds), among them
 # the lecture's own examples.
 EXAMPLES = {
-    "de": ["Ein Mann fährt mit dem Fahrrad durch die Stadt.",
-           "Zwei Hunde spielen im Schnee.",
-           "Eine Frau liest ein Buch.",
-           "Ein kleines Mädchen in einem roten Kleid läuft über eine Wiese.",
-           "Die Katze schläft.",
-           "Komm her bitte.",
-           "Ich habe einen großen Hund.",
-           "Wo ein Wille ist, ist auch ein Weg.",
-           "Tom hat kein Talent."],
-    "en": ["A man rides a bicycle through the city.",
-           "Two dogs are playing in the snow.",
-           "A woman is reading a book.",
-           "A little girl in a red dress runs across a meadow.",
-           "The cat is sleeping.",
-           "Please come here.",
-           "I have a big dog.",
-           "Where there is a will, there is a way.",
-           "The kids were scared of the lions, so they left right away."],
+    "de": list(dict.fromkeys([
+        "Ein Mann fährt mit dem Fahrrad durch die Stadt.",
+        "Zwei Hunde spielen im Schnee.",
+        "Eine Frau liest ein Buch.",
+        "Ein kleines Mädchen in einem roten Kleid läuft über eine Wiese.",
+        "Die Katze schläft.",
+        "Komm her bitte.",
+        "Ich habe einen großen Hund.",
+        "Wo ein Wille ist, ist auch ein Weg.",
+        "Tom hat kein Talent.",
+        *LECTURE_SENTENCES_DE])),
+    "en": list(dict.fromkeys([
+        "A man rides a bicycle through the city.",
+        "Two dogs are playing in the snow.",
+        "A woman is reading a book.",
+        "A little girl in a red dress runs across a meadow.",
+        "The cat is sleeping.",
+        "Please come here.",
+        "I have a big dog.",
+        "Where there is a will, there is a way.",
+        *LECTURE_SENTENCES_EN])),
 }
 
 
 def examples_for(src_lang: str) -> list[str]:
     """The examples in this source language (the German ones for a language without its own)."""
     return EXAMPLES.get(src_lang, EXAMPLES["de"])
+
+
+def reference_note(src_lang: str, sentence: str, translation: str) -> str | None:
+    """For one of the lecture's sentences, a plain line on the model's translation beside the lecture's:
+    their chrF, and when it is under WRONG_BELOW, that the translation is wrong. None for other sentences."""
+    reference = LECTURE_SENTENCES.get(src_lang, {}).get(sentence.strip())
+    if reference is None:
+        return None
+    chrf = sentence_chrf(translation, reference)
+    line = f"The lecture translates it as “{reference}” (chrF of this model's translation against it: {chrf:.0f})."
+    if chrf < WRONG_BELOW:
+        line += (" **This translation is wrong**: the model gets this sentence wrong, so the pages below explain "
+                 "a mistranslation. Say so when you show it.")
+    return line

@@ -30,6 +30,13 @@ def score(hypotheses: list[str], references: list[str]) -> Scores:
     )
 
 
+def sentence_chrf(hypothesis: str, reference: str) -> float:
+    """chrF (0–100) of one translation against one reference, as sacreBLEU computes it for a sentence."""
+    from sacrebleu.metrics import CHRF
+
+    return CHRF().sentence_score(hypothesis, [reference]).score
+
+
 def has_repetition(ids: list[int], times: int = 4, longest_unit: int = 3) -> bool:
     """True when some unit of 1 to ``longest_unit`` tokens occurs ``times`` times in a row
     ("Comomomom": the unit "om"; "Hiiiii": "i"; "a dog a dog a dog a dog")."""

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from transformer_viz.app import about, frame, loaders, widgets
+from transformer_viz.app import about, examples, frame, loaders, widgets
 from transformer_viz.plots.architecture import architecture_figure
 from transformer_viz.plots.blocks import DIAGRAM_CAPTION
 
@@ -35,6 +35,9 @@ with translation_col:
                            best.translation or "(empty)")
     if best is not run and best.translation != run.translation:
         widgets.show_user_text("The step-by-step pages follow greedy decoding, which gives", run.translation)
+note = examples.reference_note(sel.src_lang, sel.sentence, best.translation)
+if note:
+    st.info(note)
 S, T = len(run.src_ids), len(run.tgt_ids)
 formula_slot.latex(r"\text{Transformer}: (B, S) = (1, %d)\ \text{source IDs} \;\to\; (B, T, V) = (1, %d, %d)\ "
                    r"\text{logits}" % (S, T, cfg.vocab_size))
