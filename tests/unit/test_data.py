@@ -127,3 +127,14 @@ def test_encoding_shares_the_ids_of_repeated_sentences_and_matches_one_at_a_time
         assert src == tokenizer(s, add_special_tokens=False)["input_ids"][:3] + [eos]
         assert tgt == tokenizer(t, add_special_tokens=False)["input_ids"][:3]
     assert encoded[0][0] is encoded[2][0]
+
+
+def test_the_larger_tatoeba_beside_multi30k_is_preferred_and_the_smaller_stays_reachable(tmp_path, monkeypatch):
+    monkeypatch.delenv("TRANSFORMER_VIZ_TATOEBA", raising=False)
+    (tmp_path / "multi30k").mkdir()
+    write_pairs(tmp_path / "tatoeba", "train", everyday_pairs(3))
+    assert resolve_tatoeba_dir(None, tmp_path / "multi30k") == tmp_path / "tatoeba"
+    write_pairs(tmp_path / "tatoeba-large", "train", everyday_pairs(6))
+    assert resolve_tatoeba_dir(None, tmp_path / "multi30k") == tmp_path / "tatoeba-large"
+    assert resolve_tatoeba_dir(tmp_path / "tatoeba", tmp_path / "multi30k") == tmp_path / "tatoeba"
+    assert len(read_tatoeba(None, "tatoeba_dev", "de", "en", data_dir=tmp_path / "multi30k")) == 7

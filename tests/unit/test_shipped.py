@@ -12,7 +12,7 @@ from transformer_viz.text.evaluation import score, translate_texts
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("TRANSFORMER_VIZ_DATA", ROOT.parent / "shared" / "data" / "multi30k"))
-TATOEBA = Path(os.environ.get("TRANSFORMER_VIZ_TATOEBA", DATA.parent / "tatoeba"))
+TATOEBA = Path(os.environ.get("TRANSFORMER_VIZ_TATOEBA", DATA.parent / "tatoeba-large"))
 
 # Sentences and words that mark each output language (articles and function words).
 CASES = {

@@ -70,7 +70,7 @@ def add_commands(sub) -> None:
                                               "source lengths) from its training data, for the input warnings")
     p.add_argument("--checkpoint", required=True, help="checkpoint directory")
     p.add_argument("--data-dir", help="Multi30k directory (or set TRANSFORMER_VIZ_DATA)")
-    p.add_argument("--tatoeba-dir", help="Tatoeba directory (default: 'tatoeba' beside the Multi30k directory)")
+    p.add_argument("--tatoeba-dir", help="Tatoeba directory (default: 'tatoeba-large', else 'tatoeba', beside the Multi30k directory)")
     p.add_argument("--corpora", nargs="+", choices=["multi30k", "tatoeba"],
                    help="training corpora to count (default: those the model card names)")
     p.add_argument("--report", nargs="*", default=[], choices=SPLITS + TATOEBA_SPLITS,

@@ -159,22 +159,29 @@ TATOEBA_DIR_ENV = "TRANSFORMER_VIZ_TATOEBA"
 TATOEBA_SPLITS = ("tatoeba_train", "tatoeba_dev", "tatoeba_test")
 TATOEBA_DEV_SIZE = 2000  # pairs carved out of train.{de,en}.gz for choices (seeded, see tatoeba_split)
 TATOEBA_DEV_SEED = 20261123
-TATOEBA_CREDIT = ("Tatoeba (tatoeba.org), sentences under CC-BY 2.0 FR: short everyday sentence pairs")
+TATOEBA_CREDIT = ("Tatoeba (tatoeba.org, the German–English pairs as published by manythings.org/anki), sentences "
+                  "under CC-BY 2.0 FR: everyday sentence pairs")
 MULTI30K_CREDIT = ("Multi30k task 1 (Elliott et al., 2016): Flickr30k image captions and their translations, "
                    "for research and non-commercial use")
 
 
+TATOEBA_BESIDE_MULTI30K = ("tatoeba-large", "tatoeba")  # looked for in this order beside the Multi30k directory
+
+
 def resolve_tatoeba_dir(tatoeba_dir: str | Path | None, data_dir: str | Path | None = None) -> Path:
-    """The Tatoeba directory: given, or from the environment, or a ``tatoeba`` folder beside Multi30k."""
+    """The Tatoeba directory: given, or from the environment, or beside Multi30k: ``tatoeba-large`` (150,626
+    pairs of every length, what the shipped checkpoints learned from) when it is there, else ``tatoeba``
+    (the 42,984 short pairs of the earlier checkpoints; name it with --tatoeba-dir to use it beside the other)."""
     chosen = tatoeba_dir or os.environ.get(TATOEBA_DIR_ENV)
     if chosen:
         return Path(chosen)
     multi30k = data_dir or os.environ.get(DATA_DIR_ENV)
-    if multi30k and (Path(multi30k).parent / "tatoeba").is_dir():
-        return Path(multi30k).parent / "tatoeba"
+    for name in TATOEBA_BESIDE_MULTI30K if multi30k else ():
+        if (Path(multi30k).parent / name).is_dir():
+            return Path(multi30k).parent / name
     raise DataError(f"No Tatoeba directory: pass --tatoeba-dir DIR or set {TATOEBA_DIR_ENV} (or keep it as "
-                    f"'tatoeba' beside the Multi30k directory). It must hold train.de.gz and train.en.gz, "
-                    f"one sentence a line, the two files aligned.")
+                    f"'tatoeba-large' or 'tatoeba' beside the Multi30k directory). It must hold train.de.gz and "
+                    f"train.en.gz, one sentence a line, the two files aligned.")
 
 
 def _read_aligned(paths: list[Path], what: str) -> list[tuple[str, str]]:

@@ -61,7 +61,7 @@ def preset_verdict(preset: Preset, run: SentenceRun, id_to_token: Callable[[list
             f"had p = {pct(p[weakest])}).")
     if shared < 0.6 * len(wanted) and p[weakest] < UNSURE:
         line += (" This translation is likely wrong in places, and the model was unsure there: say so. It is a "
-                 "small model trained on captions and short everyday sentences.")
+                 "small model trained on picture captions and everyday sentences.")
     elif shared < 0.6 * len(wanted):
         line += " Other words than the slide's, written confidently: another wording, or a mistake? Ask the class."
     return line
