@@ -65,33 +65,17 @@ def model_loaded(name: str) -> bool:
     return name in _LOADED
 
 
-# One cached loader per family beside the Transformers': each has its own spinner and its own bound.
-
-@st.cache_resource(show_spinner="Loading the recurrent model…", max_entries=4)
-def get_rnn_checkpoint(name: str) -> Checkpoint:
-    """A recurrent model, once per process, shared by every session: never mutate it."""
-    return load_listed("rnn", name)
-
-
-@st.cache_resource(show_spinner="Loading the Vision Transformer…", max_entries=2)
-def get_vit_checkpoint(name: str) -> Checkpoint:
-    """A Vision Transformer, once per process, shared by every session: never mutate it."""
-    return load_listed("vit", name)
-
-
-@st.cache_resource(show_spinner="Loading the DETR…", max_entries=2)
-def get_detr_checkpoint(name: str) -> Checkpoint:
-    """A DETR, once per process, shared by every session: never mutate it."""
-    return load_listed("detr", name)
-
-
-_FAMILY_LOADERS = {"transformer": get_checkpoint, "rnn": get_rnn_checkpoint, "vit": get_vit_checkpoint,
-                   "detr": get_detr_checkpoint}
+@st.cache_resource(show_spinner="Loading the model…", max_entries=8)
+def _family_checkpoint(arch: str, name: str) -> Checkpoint:
+    """A model of another family than the sidebar's Transformers (the RNNs, the ViT, the DETR: each page loads
+    its own), once per process, shared by every session: never mutate it."""
+    return load_listed(arch, name)
 
 
 def get_model(arch: str, name: str) -> Checkpoint:
-    """A checkpoint of any model family by its listed name, through that family's cached loader."""
-    return _FAMILY_LOADERS[architecture(arch).name](name)
+    """A checkpoint of any model family (a key of models.registry.ARCHITECTURES) by its listed name."""
+    arch = architecture(arch).name
+    return get_checkpoint(name) if arch == DEFAULT_ARCH else _family_checkpoint(arch, name)
 
 
 def page_model(arch: str, missing: str) -> tuple[str, Checkpoint]:
@@ -139,7 +123,7 @@ def get_rnn_run(name: str, sentence: str) -> SentenceRun:
     """A recurrent model's greedy translation of the sentence with its trace, run once and shared read-only."""
     from transformer_viz.engine import run_sentence
 
-    return run_sentence(get_rnn_checkpoint(name), sentence, top_k=5)
+    return run_sentence(get_model("rnn", name), sentence, top_k=5)
 
 
 @st.cache_resource(show_spinner="Loading the digits…", max_entries=1)
@@ -156,7 +140,7 @@ def get_vit_run(name: str, index: int, occluded: tuple[int, ...] = ()):
     run once and shared read-only."""
     import numpy as np
 
-    checkpoint = get_vit_checkpoint(name)
+    checkpoint = get_model("vit", name)
     p, grid = checkpoint.config.patch_size, checkpoint.config.grid
     image = np.array(digits_split().test_images[index])  # (H, W), a copy: the split is shared
     for patch in occluded:
@@ -171,7 +155,7 @@ def get_detr_run(name: str, seed: int):
     read-only."""
     from transformer_viz.vision.canvases import make_canvas
 
-    checkpoint = get_detr_checkpoint(name)
+    checkpoint = get_model("detr", name)
     canvas = make_canvas(seed, 0, "held-out", checkpoint.config.canvas_size)
     return canvas, _traced(checkpoint, canvas.image)
 
