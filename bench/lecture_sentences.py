@@ -2,7 +2,9 @@
 chrF against the lecture's reference, and whether it is below 50 (the line under which a translation counts
 as bad). Prints a Markdown table; the README and the model cards quote it.
 
-    python bench/lecture_sentences.py [--checkpoints checkpoints/de-en checkpoints/en-de]
+    python bench/lecture_sentences.py [--checkpoints checkpoints/de-en checkpoints/en-de] [--record]
+
+``--record`` writes the rows into each checkpoint's metadata.json and model card ("Example sentences").
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from transformer_viz.app.examples import LECTURE_SENTENCES, WRONG_BELOW  # noqa: E402
 from transformer_viz.checkpoints import load_checkpoint  # noqa: E402
+from transformer_viz.checkpoints.records import record_examples  # noqa: E402
 from transformer_viz.engine import run_sentence  # noqa: E402
 from transformer_viz.text.evaluation import sentence_chrf  # noqa: E402
 
@@ -34,6 +37,7 @@ def rows(checkpoint: str) -> list[tuple[str, str, str, float]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoints", nargs="+", default=["checkpoints/de-en", "checkpoints/en-de"])
+    parser.add_argument("--record", action="store_true", help="write the table into each checkpoint's card")
     args = parser.parse_args()
     for checkpoint in args.checkpoints:
         table = rows(checkpoint)
@@ -42,6 +46,9 @@ def main() -> int:
         print("| sentence | translation (default decoding) | lecture's reference | chrF |\n|---|---|---|---|")
         for sentence, translation, reference, score in table:
             print(f"| {sentence} | {translation} | {reference} | {score:.1f}{' ✗' if score < BAD else ''} |")
+        if args.record:
+            record_examples(checkpoint, [{"source": s, "translation": t, "reference": r, "chrf": round(c, 1)}
+                                         for s, t, r, c in table])
     return 0
 
 

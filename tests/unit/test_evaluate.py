@@ -29,3 +29,16 @@ def test_sentence_chrf_is_sacrebleus_for_one_sentence():
     hyp, ref = "The sun is walking in Oast.", "The sun rises in the east."
     assert sentence_chrf(hyp, ref) == sacrebleu.corpus_chrf([hyp], [[ref]]).score
     assert 0 < sentence_chrf(hyp, ref) < 50
+
+
+def test_example_translations_are_recorded_in_the_card(checkpoint_dir, tmp_path):
+    import shutil
+
+    from transformer_viz.checkpoints.records import record_examples
+
+    directory = tmp_path / "ckpt"
+    shutil.copytree(checkpoint_dir, directory)
+    record_examples(directory, [{"source": "ein hund .", "translation": "a dog .", "reference": "a dog .",
+                                 "chrf": 100.0}])
+    card = (directory / "README.md").read_text()
+    assert "## Example sentences" in card and "| ein hund . | a dog . | a dog . | 100.0 |" in card

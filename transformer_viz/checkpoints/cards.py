@@ -42,6 +42,18 @@ def _length_table(entry: dict | None) -> list[str]:
     return lines
 
 
+def _examples_table(rows: list[dict] | None) -> list[str]:
+    """The model card's "Example sentences" section (metadata's ``examples``: source, translation, reference,
+    chrF), written by ``bench/lecture_sentences.py --record``."""
+    if not rows:
+        return []
+    lines = ["## Example sentences", "", "The lecture's own sentences, default decoding; chrF against the lecture's "
+             "translation (below 50: wrong, and the app says so).", "",
+             "| source | translation | reference | chrF |", "|---|---|---|---|"]
+    lines += [f"| {r['source']} | {r['translation']} | {r['reference']} | {r['chrf']:.1f} |" for r in rows]
+    return lines + [""]
+
+
 def model_card(cfg, meta: dict) -> str:
     """A readable summary of metadata.json."""
     lines = [f"# {meta.get('name', 'transformer-viz checkpoint')}", ""]
@@ -71,6 +83,7 @@ def model_card(cfg, meta: dict) -> str:
         lines += ["", "sacreBLEU: cased, detokenized, 13a tokenization. A repetition is a token, or a loop of up "
                   "to three subwords, repeated four or more times in a row.", ""]
     lines += _length_table(meta.get("bleu_by_length"))
+    lines += _examples_table(meta.get("examples"))
     if meta.get("history"):
         both = any("tatoeba_dev_bleu" in h for h in meta["history"])
         titles = ["Multi30k val BLEU", "Tatoeba dev BLEU"] if both else ["val BLEU"]

@@ -42,6 +42,15 @@ def record_bleu_by_length(checkpoint_dir, entry: dict) -> None:
     _rewrite(directory, meta)
 
 
+def record_examples(checkpoint_dir, rows: list[dict]) -> None:
+    """Store example translations (source, translation, reference, chrf) in metadata.json (key ``examples``)
+    and rewrite the model card."""
+    directory = Path(checkpoint_dir)
+    meta = json.loads((directory / METADATA).read_text())
+    meta["examples"] = rows
+    _rewrite(directory, meta)
+
+
 def record_detr_test(checkpoint_dir, report: dict) -> None:
     """Store a DETR's precision and recall on new canvases as its test result (metadata.json's ``test``)
     and rewrite its model card."""
