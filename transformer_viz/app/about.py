@@ -11,6 +11,7 @@ import streamlit as st
 
 from transformer_viz.app.catalogue import checkpoint_roots, list_checkpoints
 from transformer_viz.checkpoints import CheckpointError, load_config, load_metadata
+from transformer_viz.checkpoints.cards import length_entries
 from transformer_viz.models.config import ModelConfig
 from transformer_viz.text.decoding_defaults import GenerationDefaults, load_generation_defaults
 from transformer_viz.text.language_stats import LanguageStats, direction_name, load_language_stats
@@ -116,3 +117,9 @@ def family_metadata(arch: str, name: str) -> dict:
     """The metadata.json (the model card's data) of one family's checkpoint, without loading the model."""
     return load_metadata(list_checkpoints(arch)[name])
 
+
+def lengths_on_one_split(cards: dict[str, dict]) -> dict[str, dict]:
+    """Label -> the bucketed-BLEU entry of each model card, all on one split (that of the first card with one),
+    so that a figure compares like with like; a card without that split is left out."""
+    split = next((meta["bleu_by_length"].get("split") for meta in cards.values() if meta.get("bleu_by_length")), None)
+    return {label: length_entries(meta)[split] for label, meta in cards.items() if split in length_entries(meta)}

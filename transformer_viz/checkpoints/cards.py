@@ -25,6 +25,16 @@ def _architecture_line(cfg) -> str:
             + "; embeddings shared by source, target and output")
 
 
+def length_entries(meta: dict) -> dict[str, dict]:
+    """Split -> the bucketed-BLEU entry that ``bleu-by-length --record`` stored for it (``bleu_by_length_splits``;
+    a card written before there were several holds one, ``bleu_by_length``)."""
+    entries = dict(meta.get("bleu_by_length_splits") or {})
+    single = meta.get("bleu_by_length")
+    if single and single.get("split") not in entries:
+        entries[single.get("split", "?")] = single
+    return entries
+
+
 def _length_table(entry: dict | None) -> list[str]:
     """The model card's "BLEU by source length" section (metadata's ``bleu_by_length``)."""
     if not entry or not entry.get("buckets"):
@@ -82,7 +92,8 @@ def model_card(cfg, meta: dict) -> str:
                          f"{'' if rep is None else f'{100 * rep:.2f} %'} |")
         lines += ["", "sacreBLEU: cased, detokenized, 13a tokenization. A repetition is a token, or a loop of up "
                   "to three subwords, repeated four or more times in a row.", ""]
-    lines += _length_table(meta.get("bleu_by_length"))
+    for entry in length_entries(meta).values():
+        lines += _length_table(entry)
     lines += _examples_table(meta.get("examples"))
     if meta.get("history"):
         both = any("tatoeba_dev_bleu" in h for h in meta["history"])

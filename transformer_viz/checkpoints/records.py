@@ -39,6 +39,7 @@ def record_bleu_by_length(checkpoint_dir, entry: dict) -> None:
     directory = Path(checkpoint_dir)
     meta = json.loads((directory / METADATA).read_text())
     meta["bleu_by_length"] = entry
+    meta.setdefault("bleu_by_length_splits", {})[entry.get("split", "?")] = entry  # one per split, all in the card
     _rewrite(directory, meta)
 
 

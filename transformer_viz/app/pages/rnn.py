@@ -135,7 +135,7 @@ if length_tab.open:
         cards = {"RNN": about.family_metadata("rnn", names["plain"]),
                  "RNN + attention": about.family_metadata("rnn", names["attention"]),
                  "Transformer": about.checkpoint_info(transformer)[1] if transformer else {}}
-        found = {label: meta["bleu_by_length"] for label, meta in cards.items() if meta.get("bleu_by_length")}
+        found = about.lengths_on_one_split(cards)
         if not found:
             st.info("No model card holds BLEU by length yet (`python -m transformer_viz bleu-by-length --record`).")
         else:
