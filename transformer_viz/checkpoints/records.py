@@ -18,42 +18,45 @@ SPLIT_ORDER = {"val": 0, "test_2016_flickr": 1, "test_2017_flickr": 2, "tatoeba_
 SCORE_KEYS = ("split", "decoding", "sentences", "bleu", "chrf", "bleu_lower_tok", "repetition_rate")
 
 
-def _rewrite(directory: Path, meta: dict, card=model_card) -> None:
+def _update(checkpoint_dir, change, card=model_card) -> None:
+    """Read the checkpoint's metadata, let ``change`` edit it in place, write it back and rewrite the card."""
+    directory = Path(checkpoint_dir)
+    meta = load_metadata(directory)
+    change(meta)
     (directory / METADATA).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
     (directory / CARD).write_text(card(load_config(directory), meta))
 
 
 def record_scores(checkpoint_dir, report: dict) -> None:
     """Add (or replace) one score row in the checkpoint's metadata.json and rewrite its model card."""
-    directory = Path(checkpoint_dir)
-    meta = json.loads((directory / METADATA).read_text())
     row = {k: report[k] for k in SCORE_KEYS if k in report}
-    rows = [r for r in meta.get("scores", []) if (r.get("split"), r.get("decoding")) != (row["split"], row["decoding"])]
-    rows.append(row)
-    meta["scores"] = sorted(rows, key=lambda r: (SPLIT_ORDER.get(r["split"], 9), r["decoding"]))
-    _rewrite(directory, meta)
+
+    def change(meta: dict) -> None:
+        key = (row["split"], row["decoding"])
+        rows = [r for r in meta.get("scores", []) if (r.get("split"), r.get("decoding")) != key]
+        meta["scores"] = sorted(rows + [row], key=lambda r: (SPLIT_ORDER.get(r["split"], 9), r["decoding"]))
+
+    _update(checkpoint_dir, change)
 
 
 def record_bleu_by_length(checkpoint_dir, entry: dict) -> None:
-    """Store one bucketed-BLEU result in metadata.json (key ``bleu_by_length``) and rewrite the model card."""
-    directory = Path(checkpoint_dir)
-    meta = json.loads((directory / METADATA).read_text())
-    meta["bleu_by_length"] = entry
-    meta.setdefault("bleu_by_length_splits", {})[entry.get("split", "?")] = entry  # one per split, all in the card
-    _rewrite(directory, meta)
+    """Store one bucketed-BLEU result in metadata.json (key ``bleu_by_length``, and beside the other splits'
+    under ``bleu_by_length_splits``; the card shows them all) and rewrite the model card."""
+
+    def change(meta: dict) -> None:
+        meta["bleu_by_length"] = entry
+        meta.setdefault("bleu_by_length_splits", {})[entry.get("split", "?")] = entry
+
+    _update(checkpoint_dir, change)
 
 
 def record_examples(checkpoint_dir, rows: list[dict]) -> None:
     """Store example translations (source, translation, reference, chrf) in metadata.json (key ``examples``)
     and rewrite the model card."""
-    directory = Path(checkpoint_dir)
-    meta = json.loads((directory / METADATA).read_text())
-    meta["examples"] = rows
-    _rewrite(directory, meta)
+    _update(checkpoint_dir, lambda meta: meta.update(examples=rows))
 
 
 def record_detr_test(checkpoint_dir, report: dict) -> None:
     """Store a DETR's precision and recall on new canvases as its test result (metadata.json's ``test``)
     and rewrite its model card."""
-    directory = Path(checkpoint_dir)
-    _rewrite(directory, {**load_metadata(directory), "test": report}, detr_card)
+    _update(checkpoint_dir, lambda meta: meta.update(test=report), detr_card)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from transformer_viz.app.examples import LECTURE_SENTENCES_EN
 from transformer_viz.app.lecture.texts import pct, word
 
 if TYPE_CHECKING:
@@ -26,11 +27,9 @@ class Preset:
 PRESETS: tuple[Preset, ...] = (
     Preset("RNN slide (de→en)", "de", "Komm her bitte.", "Please come here."),
     Preset("RNN slide (en→de)", "en", "Please come here.", "Komm her bitte."),
-    Preset("What does “they” attend to? (en→de)", "en",
-           "The kids were scared of the lions, so they left right away.",
-           "Die Kinder hatten Angst vor den Löwen, also gingen sie sofort."),
-    Preset("Masking slide (en→de)", "en", "Where there is a will, there is a way.",
-           "Wo ein Wille ist, ist auch ein Weg."),
+    *(Preset(label, "en", sentence, LECTURE_SENTENCES_EN[sentence]) for label, sentence in (
+        ("What does “they” attend to? (en→de)", "The kids were scared of the lions, so they left right away."),
+        ("Masking slide (en→de)", "Where there is a will, there is a way."))),
 )
 
 
