@@ -47,6 +47,7 @@ def sentence_trace(tiny_model):
 
 
 TINY_VIT, TINY_VIT_SEED = dict(d_model=16, d_ff=32, h=2, N=2, dropout=0.0), 3
+TINY_GPT, TINY_GPT_SEED = dict(d_model=16, d_ff=32, h=2, N=2, max_len=24, dropout=0.0), 5
 TINY_DETR, TINY_DETR_SEED = dict(backbone_channels=4, d_model=16, d_ff=32, h=2, n_queries=6), 4
 
 
@@ -77,6 +78,12 @@ def checkpoint_dir(tmp_path_factory, tiny_model, tokenizer):
     save_detr_checkpoint(path.parent / "detr-tiny", DETR(DETRConfig(**TINY_DETR)).eval(),
                          {"test": {"canvases": 1000, "seed": 5, "images": "held-out", "precision": 0.031,
                                    "recall": 0.042}})
+    from transformer_viz.checkpoints.cards import gpt_card
+    from transformer_viz.models.gpt import GPT, GPTConfig
+
+    torch.manual_seed(TINY_GPT_SEED)
+    gpt = GPT(GPTConfig(vocab_size=len(tokenizer), **TINY_GPT)).eval()
+    save_checkpoint(path.parent / "gpt-tiny", gpt, tokenizer, {"name": "tiny GPT", "lang": "en"}, card=gpt_card)
     return path
 
 

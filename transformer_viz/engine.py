@@ -17,6 +17,7 @@ from transformer_viz.checkpoints import Checkpoint
 from transformer_viz.core.trace import Trace
 from transformer_viz.models.config import ModelConfig, preset
 from transformer_viz.models.transformer import Transformer
+from transformer_viz.text.completion import Completion, SamplingSettings, complete_text
 from transformer_viz.text.decoding import DecodeResult, max_output_length, translate_ids
 from transformer_viz.text.tokenizer import BOS, EOS, decode, encode_source
 
@@ -249,3 +250,39 @@ def time_per_sentence(model, length: int, repeats: int = 3) -> float:
             last = model.decode_step(last, state).argmax(dim=-1)  # (1,)
         best = min(best, time.perf_counter() - start)
     return best
+
+
+# --- a decoder-only model: a prompt in, its completion and every traced tensor out -------------------------
+
+@dataclass
+class PromptRun:
+    prompt: str  # the prompt as typed
+    completion: Completion  # every step's logits, the settings, why it stopped
+    text: str  # prompt + continuation, special tokens dropped
+    ids: list[int]  # the traced sequence: <s> + prompt + continuation (a final </s> not included: nothing reads it)
+    tokens: list[str]
+    trace: Trace | None
+    config: object  # models.gpt.GPTConfig
+
+    @property
+    def n_prompt(self) -> int:
+        """Positions of <s> + the prompt."""
+        return len(self.completion.prompt_ids)
+
+    @property
+    def continuation(self) -> str:
+        return self.text[len(self.prompt.strip()):].strip() if self.text.startswith(self.prompt.strip()) else self.text
+
+
+@torch.no_grad()
+def run_prompt(ckpt: Checkpoint, prompt: str, settings: SamplingSettings, trace: bool = True) -> PromptRun:
+    """Complete ``prompt`` with a decoder-only checkpoint, then trace one forward pass over <s> + prompt +
+    continuation: thanks to the causal mask, row t of every traced tensor is what the model computed when it
+    chose token t + 1. Raises InputError for a prompt that cannot be run (empty)."""
+    completion, text = complete_text(ckpt.model, ckpt.tokenizer, prompt, settings)
+    ids = completion.ids[:-1] if completion.new_ids and completion.new_ids[-1] == ckpt.config.eos_id else completion.ids
+    run_trace = None
+    if trace:
+        run_trace = Trace()
+        ckpt.model(torch.tensor([ids], device=next(ckpt.model.parameters()).device), trace=run_trace)
+    return PromptRun(prompt, completion, text, ids, ckpt.tokenizer.convert_ids_to_tokens(ids), run_trace, ckpt.config)

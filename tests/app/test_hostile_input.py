@@ -155,6 +155,11 @@ def test_cli_trace(case, checkpoint_dir, tiny_checkpoint, capsys):
         assert code == 2 and out == ""
         assert err.startswith("error: Please type a sentence")
         return
+    encoded = encode_source(tiny_checkpoint.tokenizer, case.text, max_tokens=tiny_checkpoint.config.max_len)
+    if encoded.clean.truncated_chars or encoded.truncated_tokens:  # the app cuts it; the command line refuses it
+        assert code == 2 and out == ""
+        assert err.startswith("error: the sentence is too long") and err.count("\n") == 1, err
+        return
     assert code == 0, err
     data = json.loads(out)
     check_source_ids(data["source_ids"], tiny_checkpoint.config.max_len, case.special)

@@ -18,7 +18,7 @@ from transformer_viz.engine import run_sentence
 def ctx(tiny_checkpoint):
     run = run_sentence(tiny_checkpoint, SENTENCE)
     return lecture.Context(run, layer=1, head=2, id_to_token=tiny_checkpoint.tokenizer.convert_ids_to_tokens,
-                           metadata=tiny_checkpoint.metadata, position=2)
+                           metadata=tiny_checkpoint.metadata, position=2, model=tiny_checkpoint.model)
 
 
 def test_the_lecture_is_an_ordered_list_of_at_least_16_steps_with_a_figure_a_formula_and_notes():

@@ -388,3 +388,21 @@ def test_nothing_is_cut_off_at_projector_size(projector_page):
     assert all(shot.stat().st_size > 10_000 for shot in shots)
     assert diagrams == 3, "the Overview's architecture and the Shapes page's two flows"
     assert cut == [], "cut off at 1280 px:\n" + "\n".join(cut)
+
+
+def test_complete_the_sentence_reruns_with_the_prompt_and_steps_through_the_tokens(page, app_url):
+    """The decoder-only page: a new prompt gives a new completion that starts with it; Next ▶ moves to the
+    second generated token; the settings stay in the URL."""
+    page.goto(f"{app_url}/complete?T=0&n=5&s=" + urllib.parse.quote(FIRST_SENTENCE))
+    wait_for_run(page, 0, title="Complete the sentence: decoder-only models")
+    assert_page_healthy(page, "Complete the sentence")
+    box = page.get_by_label(re.compile(r"^Prompt"))
+    box.fill("ein hund")
+    act_and_wait(page, lambda: box.press("Enter"))
+    completion = page.locator('[data-testid="stText"]').first.inner_text()
+    assert completion.startswith("ein hund"), completion
+    assert "prompt=ein+hund" in page.url or "prompt=ein%20hund" in page.url, page.url
+    act_and_wait(page, page.get_by_role("button", name="Next ▶").click)
+    assert page.get_by_text(re.compile(r"Token 2 of \d+")).count() == 1
+    assert_page_healthy(page, "Complete the sentence (step 2)")
+    assert page.dialogs == []

@@ -273,4 +273,5 @@ def test_list_checkpoints_stays_inside_the_roots(checkpoint_dir, tmp_path, monke
     assert list(catalogue.list_checkpoints()) == ["good"]
     # without the variable: only the project's checkpoints/
     monkeypatch.delenv(catalogue.CHECKPOINTS_ENV)
-    assert catalogue.checkpoint_roots() == [catalogue.PROJECT_ROOT / "checkpoints"]
+    assert catalogue.checkpoint_roots() == [catalogue.CHECKPOINTS_DIR]
+    assert catalogue.CHECKPOINTS_DIR == Path(__file__).resolve().parents[2] / "checkpoints"  # in a clone

@@ -196,3 +196,17 @@ def test_bad_input(argv, message, checkpoint_dir, capsys):
 def test_help_exits_cleanly(capsys):
     code, out, _ = run_cli(capsys, "translate", "--help")
     assert code == 0 and "--beam" in out
+
+
+def test_a_sentence_too_long_for_the_model_is_a_one_line_error(checkpoint_dir, capsys):
+    """The command line refuses what the model cannot read whole (the app cuts it and says so)."""
+    from transformer_viz.cli import main
+
+    for command in ("translate", "trace"):
+        assert main([command, "--checkpoint", str(checkpoint_dir), "ein " * 600]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: the sentence is too long: 2,399 characters") and err.count("\n") == 1, err
+        assert main([command, "--checkpoint", str(checkpoint_dir), "ein mann " * 40]) == 2  # 80 tokens > 64 positions
+        assert "the model reads at most 64" in capsys.readouterr().err
+    assert main(["complete", "--checkpoint", str(checkpoint_dir.parent / "gpt-tiny"), "ein " * 30]) == 2
+    assert "the model reads at most 23" in capsys.readouterr().err

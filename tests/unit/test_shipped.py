@@ -119,3 +119,33 @@ def test_shipped_detr_scores_its_model_card_on_new_canvases():
     assert recorded["seed"] != TRAIN_SEED and recorded["images"] == "held-out"
     measured = evaluate(checkpoint.model, recorded["seed"], recorded["canvases"], recorded["images"])
     assert measured == recorded
+
+
+@pytest.mark.parametrize("name", ["gpt-en", "gpt-de"])
+def test_shipped_gpt_scores_its_model_card_on_held_out_sentences(name):
+    """The decoder-only models: the held-out perplexity of the card (Multi30k val, every sentence) again, and a
+    greedy completion of the lecture's prompt that continues it."""
+    from transformer_viz.engine import run_prompt
+    from transformer_viz.text.completion import SamplingSettings
+    from transformer_viz.training.gpt import encode, held_out_loss
+
+    path = ROOT / "checkpoints" / name
+    if not (path / "model.safetensors").is_file():
+        pytest.skip(f"no shipped checkpoint at {path}")
+    ckpt = load_checkpoint(path)
+    prompt = "Where there is a will, there" if name == "gpt-en" else "Wo ein Wille ist, ist auch"
+    run = run_prompt(ckpt, prompt, SamplingSettings(temperature=0.0, max_new_tokens=12), trace=False)
+    assert run.text.startswith(prompt) and run.completion.stop_reason == "</s>", run.text  # it ends the sentence
+    start = "A man in a red shirt" if name == "gpt-en" else "Ein Mann mit einem roten Hemd"
+    run = run_prompt(ckpt, start, SamplingSettings(temperature=0.0, max_new_tokens=20), trace=False)
+    assert len(run.text.split()) >= len(start.split()) + 2 and run.completion.stop_reason == "</s>", run.text
+    if not (DATA / "val.en.gz").is_file():
+        pytest.skip(f"no Multi30k at {DATA}")
+    from transformer_viz.text.corpora import read_split
+
+    lang = ckpt.metadata["lang"]
+    sentences = list(dict.fromkeys(p[0 if lang == "de" else 1] for p in read_split(DATA, "val", "de", "en")))
+    loss = held_out_loss(ckpt.model, encode(ckpt.tokenizer, sentences, ckpt.config))
+    card = ckpt.metadata["held_out"]["multi30k_val"]
+    assert len(sentences) == card["sentences"]
+    assert abs(loss - card["loss"]) < 0.01 * card["loss"]  # the card's weights were float32, these float16

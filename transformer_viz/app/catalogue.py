@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from transformer_viz.checkpoints import CONFIG, TOKENIZER_DIR, WEIGHTS, checkpoint_arch
-from transformer_viz.core.paths import PROJECT_ROOT
+from transformer_viz.core.paths import CHECKPOINTS_DIR
 from transformer_viz.models.registry import DEFAULT_ARCH, architecture
 
 CHECKPOINTS_ENV = "TRANSFORMER_VIZ_CHECKPOINTS"  # checkpoint roots set by the operator (os.pathsep-separated)
@@ -20,11 +20,12 @@ MARIAN_FILES = ("source.spm", "target.spm", "vocab.json", "tokenizer.json", "tok
 
 
 def checkpoint_roots() -> list[Path]:
-    """The project's checkpoints/, or instead the directories the operator names in the environment."""
+    """The shipped checkpoints (the repository's checkpoints/, or where the wheel installed them: core.paths),
+    or instead the directories the operator names in the environment."""
     configured = os.environ.get(CHECKPOINTS_ENV, "")
     if configured:
         return [Path(p) for p in configured.split(os.pathsep) if p]
-    return [PROJECT_ROOT / "checkpoints"]
+    return [CHECKPOINTS_DIR]
 
 
 def _inside(path: Path, real_root: Path) -> bool:

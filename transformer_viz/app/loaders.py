@@ -184,3 +184,15 @@ def measured_speed(names: tuple[tuple[str, str, str], ...], lengths: tuple[int, 
         time_per_sentence(model, lengths[-1], repeats=1)  # warm-up (first calls set up kernels), not shown
         out[label] = [time_per_sentence(model, n) for n in lengths]
     return out
+
+
+@st.cache_resource(show_spinner="Completing the prompt…", max_entries=32, ttl=3600)
+def get_prompt_run(name: str, prompt: str, temperature: float, top_k: int, top_p: float, seed: int,
+                   max_new_tokens: int):
+    """A decoder-only model's completion of the prompt with its trace, run once per settings and shared
+    read-only (the sampler is seeded, so the same settings give the same text for everyone)."""
+    from transformer_viz.engine import run_prompt
+    from transformer_viz.text.completion import SamplingSettings
+
+    return run_prompt(get_model("gpt", name), prompt,
+                      SamplingSettings(temperature, top_k, top_p, seed, max_new_tokens))

@@ -41,6 +41,8 @@ PAGES: tuple[Page, ...] = (
     Page("transformer_viz/app/pages/masking.py", "Masking lab", "masking"),
     Page("transformer_viz/app/pages/training.py", "Training", "training"),
     Page("transformer_viz/app/pages/decoding.py", "Decoding", "decoding"),
+    Page("transformer_viz/app/pages/heads.py", "What does a head do?", "heads"),
+    Page("transformer_viz/app/pages/complete.py", "Complete the sentence: decoder-only models", "complete"),
     Page("transformer_viz/app/pages/vit.py", "Beyond text: a Vision Transformer", "vit"),
     Page("transformer_viz/app/pages/detr.py", "Beyond text: a Detection Transformer", "detr"),
     Page("transformer_viz/app/pages/shapes.py", "Shapes", "shapes"),

@@ -7,6 +7,26 @@ import streamlit as st
 from transformer_viz.app.frame import link_step
 
 
+def _move(store: str, key, delta: int, last: int) -> None:
+    places = st.session_state.setdefault(store, {})
+    places[key] = min(max(places.get(key, 1) + delta, 1), last)
+
+
+def stepper(store: str, key, n_steps: int, prefix: str, noun: str = "Step") -> int:
+    """◀ Previous / Next ▶ through ``n_steps`` generated tokens (buttons ``{prefix}_prev`` and ``{prefix}_next``);
+    the place is kept per ``key`` (a sentence, a prompt) in ``st.session_state[store]``, so each keeps its own.
+    Returns the step shown, from 1."""
+    t = min(max(st.session_state.get(store, {}).get(key, 1), 1), n_steps)
+    left, middle, right = st.columns([1, 2, 1])
+    left.button("◀ Previous", key=f"{prefix}_prev", on_click=_move, args=(store, key, -1, n_steps), disabled=t <= 1,
+                width="stretch")
+    middle.markdown(f"**{noun} {t} of {n_steps}**")
+    middle.progress(t / n_steps)
+    right.button("Next ▶", key=f"{prefix}_next", on_click=_move, args=(store, key, 1, n_steps),
+                 disabled=t >= n_steps, width="stretch")
+    return t
+
+
 def tabs(labels: list[str], key: str) -> list:
     """A page's numbered steps as tabs, of which only the open one runs (`if tab.open:`): a new sentence
     then builds, sends and draws only that step's figures, about half the CPU of the whole page for

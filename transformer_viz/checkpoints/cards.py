@@ -161,3 +161,34 @@ def detr_card(cfg: DETRConfig, meta: dict) -> str:
                          f"{100 * row['precision']:.1f} % | {100 * row['recall']:.1f} % |")
     lines += ["", "Retrain with `python -m transformer_viz train-detr --run-dir RUN --out DIR`.", ""]
     return "\n".join(lines)
+
+
+def gpt_card(cfg, meta: dict) -> str:
+    """The decoder-only model's card: data, size, held-out perplexity, training curve."""
+    training = meta.get("training", {})
+    lines = [f"# {meta.get('name', 'GPT')}", "", meta.get("description", ""), "", "## Model", "",
+             f"- Parameters: {meta.get('parameters', 0):,}",
+             f"- Decoder-only: N={cfg.N} Pre-LN blocks of causal self-attention and a feed-forward network, "
+             f"d_model={cfg.d_model}, h={cfg.h}, d_ff={cfg.d_ff}, vocabulary {cfg.vocab_size:,}, at most "
+             f"{cfg.max_len} positions (learned), output projection tied to the token embeddings",
+             f"- Weights stored as {meta.get('weights_dtype', 'float32')}", "", "## Data", ""]
+    lines += [f"- {k}: {v}" for k, v in meta.get("data", {}).items()]
+    lines += ["", "## Held-out perplexity", "",
+              "Per token (subwords, the closing </s> included) on sentences never trained on, with the weights kept:",
+              "", "| held-out set | sentences | loss (nats/token) | perplexity |", "|---|---|---|---|"]
+    for name, row in meta.get("held_out", {}).items():
+        if row.get("loss") is not None:
+            lines.append(f"| {name} | {row['sentences']:,} | {row['loss']:.3f} | {row['perplexity']:.2f} |")
+    lines += ["", "multi30k_val: Multi30k val; tatoeba_dev: the Tatoeba dev split of the translation models; "
+              "multi30k_test_2016: Multi30k test_2016_flickr (reported only, never used to choose).", "",
+              "## Training", ""]
+    lines += [f"- {k}: {v}" for k, v in training.items()]
+    if meta.get("history"):
+        names = [k[: -len("_ppl")] for k in meta["history"][0] if k.endswith("_ppl")]
+        lines += ["", "## Training curve", "", "| epoch | step | train loss | " + " | ".join(f"{n} ppl" for n in names)
+                  + " | tokens/s | minutes |", "|---|---|---|" + "---|" * len(names) + "---|---|"]
+        for h in meta["history"]:
+            lines.append(f"| {h['epoch']} | {h['step']} | {h['train_loss']:.3f} | "
+                         + " | ".join(f"{h[f'{n}_ppl']:.2f}" for n in names)
+                         + f" | {h.get('tokens_per_s', 0):.0f} | {h.get('elapsed_s', 0) / 60:.1f} |")
+    return "\n".join(lines) + "\n"

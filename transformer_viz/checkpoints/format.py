@@ -60,13 +60,15 @@ class Checkpoint:
 
 def checkpoint_arch(directory: str | Path) -> str:
     """The model family config.json names (a key of models.registry.ARCHITECTURES: "transformer", "rnn",
-    "vit", "detr"), from config.json alone (no torch); "" when config.json cannot be read. A transformers
-    Marian directory is a "transformer"."""
+    "vit", "detr", "gpt"), from config.json alone (no torch); "" when config.json cannot be read. A transformers
+    Marian directory is a "transformer", a GPT-2 directory a "gpt"."""
     try:
         data = json.loads((Path(directory) / CONFIG).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return ""
-    return "transformer" if isinstance(data, dict) and data.get("model_type") == "marian" else arch_name(data)
+    if isinstance(data, dict) and data.get("model_type") in ("marian", "gpt2"):
+        return {"marian": "transformer", "gpt2": "gpt"}[data["model_type"]]
+    return arch_name(data)
 
 
 def refuse_pickles(path: Path) -> None:
@@ -101,17 +103,20 @@ def config_from_dict(data: dict):
 
 
 def read_weights(path: Path, expected: dict[str, torch.Tensor], tied: set[str],
-                  optional: set[str] = frozenset()) -> dict[str, torch.Tensor]:
+                  optional: set[str] = frozenset(), rename=None, skip=None) -> dict[str, torch.Tensor]:
     """Check the safetensors header (names, shapes, dtypes) against the model, then read the tensors.
-    A name in ``tied`` may be missing when another of them is stored; a name in ``optional`` may be missing."""
+    A name in ``tied`` may be missing when another of them is stored; a name in ``optional`` may be missing.
+    ``rename`` maps a stored name to the one ``expected`` uses (an older file's naming); a stored name for
+    which ``skip`` is true is not read (a buffer the model rebuilds)."""
     from safetensors import SafetensorError, safe_open
 
     problems = []
     try:
         with safe_open(str(path), framework="pt") as f:
-            names = list(f.keys())
+            stored_as = {(rename or str)(n): n for n in f.keys() if not (skip and skip(n))}
+            names = list(stored_as)
             for name in names:
-                tensor_slice = f.get_slice(name)
+                tensor_slice = f.get_slice(stored_as[name])
                 shape, dtype = tuple(tensor_slice.get_shape()), tensor_slice.get_dtype()
                 if name not in expected:
                     problems.append(f"unexpected tensor {name}")
@@ -126,7 +131,7 @@ def read_weights(path: Path, expected: dict[str, torch.Tensor], tied: set[str],
             if problems:
                 raise CheckpointError(f"{path} does not match {CONFIG}: " + "; ".join(problems[:5])
                                       + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""))
-            tensors = {name: f.get_tensor(name) for name in names}
+            tensors = {name: f.get_tensor(stored_as[name]) for name in names}
     except CheckpointError:
         raise
     except (SafetensorError, OSError, ValueError, RuntimeError) as exc:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from transformer_viz.checkpoints.format import (CONFIG, DTYPES, TOKENIZER_DIR, WEIGHTS, Checkpoint, CheckpointError,
                                                 config_from_dict, is_marian_dir, read_generation_defaults,
                                                 read_metadata, read_weights, refuse_pickles)
+from transformer_viz.checkpoints.gpt2 import gpt2_model_config, is_gpt2_config, load_gpt2
 from transformer_viz.checkpoints.marian import load_marian, marian_metadata, marian_model_config
 from transformer_viz.models.config import ModelConfig
 from transformer_viz.models.registry import ARCHITECTURES
@@ -36,6 +37,8 @@ def load_checkpoint(directory: str | Path, device: str | torch.device = "cpu", d
     cfg = load_config(path)
     if isinstance(cfg, ModelConfig) and cfg.logits_bias and is_marian_dir(path):
         return load_marian(path, cfg, device, dtype)
+    if _model_type(path) == "gpt2":
+        return load_gpt2(path, cfg, device, dtype)
     family = ARCHITECTURES[getattr(cfg, "arch", "transformer")]
     try:
         model = family.model_type()(cfg)
@@ -75,6 +78,8 @@ def load_config(directory: str | Path):
             raise ValueError(f"expected a JSON object, got {type(data).__name__}")
         if data.get("model_type") == "marian":
             return marian_model_config(data, path.parent)
+        if is_gpt2_config(data):
+            return gpt2_model_config(data)
         return config_from_dict(data)
     except FileNotFoundError:
         raise CheckpointError(f"{path.parent} has no {CONFIG}") from None
@@ -83,9 +88,20 @@ def load_config(directory: str | Path):
         raise CheckpointError(f"{path} is not a valid model config: {exc}") from exc
 
 
+def _model_type(path: Path) -> str:
+    """config.json's transformers ``model_type`` ("" for our own checkpoints)."""
+    try:
+        data = json.loads((path / CONFIG).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    return data.get("model_type", "") if isinstance(data, dict) else ""
+
+
 def load_metadata(directory: str | Path) -> dict:
     """metadata.json as a dict ({} when there is none; for a Marian directory without one, its name and
     languages, see marian.marian_metadata). JSON only, no torch: cheap enough for a sidebar."""
     if not (Path(directory) / "metadata.json").is_file() and is_marian_dir(Path(directory)):
         return marian_metadata(Path(directory))
+    if not (Path(directory) / "metadata.json").is_file() and _model_type(Path(directory)) == "gpt2":
+        return {"name": f"GPT-2 ({Path(directory).name})", "arch": "gpt", "lang": "en"}
     return read_metadata(directory)

@@ -30,7 +30,7 @@ def state_dict_for_saving(model: Transformer) -> dict[str, torch.Tensor]:
 
 
 def save_checkpoint(directory: str | Path, model: Transformer, tokenizer, metadata: dict | None = None,
-                    half: bool = False, generation: GenerationDefaults | None = None) -> Path:
+                    half: bool = False, generation: GenerationDefaults | None = None, card=model_card) -> Path:
     from safetensors.torch import save_file
 
     directory = Path(directory)
@@ -46,7 +46,7 @@ def save_checkpoint(directory: str | Path, model: Transformer, tokenizer, metada
     meta["weights_dtype"] = "float16" if half else "float32"
     (directory / METADATA).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
     save_generation_defaults(directory, generation or GenerationDefaults())
-    (directory / CARD).write_text(model_card(model.cfg, meta))
+    (directory / CARD).write_text(card(model.cfg, meta))
     return directory
 
 

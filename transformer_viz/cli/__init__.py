@@ -1,8 +1,10 @@
-"""Command line: ``python -m transformer_viz {translate,trace,shapes,train,train-rnn,train-vit,vit-eval,train-detr,
-detr-eval,bleu-by-length,select-decoding,evaluate,language-stats,export-hf,download-data}``.
+"""Command line: ``transformer-viz`` (the installed command) or ``python -m transformer_viz``,
+``{app,translate,trace,shapes,explain,complete,train,train-gpt,train-rnn,train-vit,vit-eval,train-detr,detr-eval,bleu-by-length,
+select-decoding,evaluate,language-stats,export-hf,download-data}``.
 
 Each module here adds a group of commands (``add_commands``); a command parses its flags, calls the library
 and prints. Problems with the input, the checkpoint or the data end in one line on stderr and exit code 2.
+``app`` starts the Streamlit app (cli/app.py).
 """
 
 from __future__ import annotations
@@ -11,15 +13,15 @@ import argparse
 import os
 import sys
 
-from transformer_viz.cli import data, images, scoring, training, translation
+from transformer_viz.cli import app, completion, data, explain, images, scoring, training, translation
 
 # In this order in --help.
-COMMAND_GROUPS = (translation, training, images, scoring, data)
+COMMAND_GROUPS = (app, translation, explain, completion, training, images, scoring, data)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "python -m transformer_viz") -> argparse.ArgumentParser:
     # Raw help text keeps each command on one line of the top-level --help.
-    parser = argparse.ArgumentParser(prog="python -m transformer_viz", formatter_class=argparse.RawTextHelpFormatter,
+    parser = argparse.ArgumentParser(prog=prog, formatter_class=argparse.RawTextHelpFormatter,
                                      description="Run, inspect and train an encoder–decoder Transformer.")
     sub = parser.add_subparsers(dest="command", required=True)
     for group in COMMAND_GROUPS:
@@ -27,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m transformer_viz") -> int:
     """Run a command; problems with the input, the checkpoint or the data give a one-line message on
     stderr and exit code 2 (as argparse does for bad arguments), never a traceback."""
     from transformer_viz.checkpoints import CheckpointError
@@ -35,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     from transformer_viz.text.tokenizer import InputError
 
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(prog).parse_args(argv)
     except SystemExit as exc:  # argparse has printed its message; return its code so main() never exits
         return exc.code if isinstance(exc.code, int) else 2
     try:
@@ -49,3 +51,8 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError):
             pass
         return 1
+
+
+def console_main() -> int:
+    """The installed ``transformer-viz`` command (pyproject.toml's [project.scripts])."""
+    return main(prog="transformer-viz")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from transformer_viz.core.paths import CHECKPOINTS_DIR
 
@@ -31,11 +30,28 @@ def load_translation_model(path, dtype: str = "float32", device: str = "cpu"):
     if family is not None and not family.reads_text:
         raise CheckpointError(f"{path} is the {family.title} ({IMAGE_DATA.get(family.name, 'images')}), not a "
                               f"translation model; see `python -m transformer_viz {family.name}-eval`")
+    if family is not None and family.name == "gpt":
+        raise CheckpointError(f"{path} is a decoder-only model, which completes text and does not translate; "
+                              f"see `python -m transformer_viz complete`")
     if device == "auto":  # batch work (evaluation) runs on a GPU when there is one
         import torch
 
         device = "cuda" if torch.cuda.is_available() else "cpu"
     return load_checkpoint(path, dtype=dtype, device=device)
+
+
+def refuse_too_long(tokenizer, text: str, max_tokens: int) -> None:
+    """A sentence the model cannot read whole is an error on the command line (one line, exit code 2), where
+    the app cuts it and says so: a script must never take the translation of a part for that of the whole."""
+    from transformer_viz.text.tokenizer import DEFAULT_MAX_CHARS, InputError, encode_source
+
+    encoded = encode_source(tokenizer, text, max_tokens=max_tokens)
+    if encoded.clean.truncated_chars:
+        raise InputError(f"the sentence is too long: {len(text.strip()):,} characters, at most "
+                         f"{DEFAULT_MAX_CHARS:,} are read; split it into shorter sentences")
+    if encoded.truncated_tokens:
+        raise InputError(f"the sentence is too long: {len(encoded.ids) + encoded.truncated_tokens} tokens with the "
+                         f"closing one, the model reads at most {max_tokens}; split it into shorter sentences")
 
 
 def require_family(path, name: str) -> None:

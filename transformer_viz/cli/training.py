@@ -27,6 +27,10 @@ TRAIN_FLAG_HELP = {
     "rewarmup": "after --continue-from, steps over which the learning rate ramps up again from 0",
     "num_beams": "decoding default written to the checkpoint's generation_config.json",
     "length_penalty": "length-penalty exponent α written to generation_config.json",
+    "lang": "train-gpt: the language whose sentences it learns to complete (en or de)",
+    "model": 'train-gpt: the model\'s sizes as JSON, e.g. \'{"d_model": 256, "N": 4}\'',
+    "min_lr_fraction": "train-gpt: where the cosine decay ends, as a fraction of --lr",
+    "weight_decay": "train-gpt: AdamW's weight decay on matrices",
     "amp": "auto (fp16 on CUDA), bf16, or off",
     "warmup_epochs": "train-vit: epochs of linear learning-rate warm-up before the cosine decay",
     "shift": "train-vit: each training image moved by up to this many pixels (0: no augmentation)",
@@ -68,6 +72,18 @@ def cmd_train_rnn(args) -> int:
     return 0
 
 
+def cmd_train_gpt(args) -> int:
+    from transformer_viz.training.gpt import GPTTrainConfig, train_gpt
+
+    def log(message: str) -> None:  # --no-progress keeps the per-epoch rows and drops the running batch lines
+        if not (args.no_progress and message.startswith("epoch ")):
+            print(message, flush=True)
+
+    train_gpt(config_from(args, GPTTrainConfig), args.run_dir, data_dir=args.data_dir, tatoeba_dir=args.tatoeba_dir,
+              out_dir=args.out, log=log)
+    return 0
+
+
 def _run_flags(p: argparse.ArgumentParser, out_help: str) -> None:
     """What both training commands take besides their configuration's fields."""
     data_flags(p)
@@ -90,3 +106,11 @@ def add_commands(sub) -> None:
     _run_flags(p, "export the best epoch here as a checkpoint directory (after every better epoch)")
     dataclass_flags(p, RNNTrainConfig, TRAIN_FLAG_NAMES)
     p.set_defaults(func=cmd_train_rnn)
+
+    from transformer_viz.training.gpt import GPTTrainConfig
+
+    p = sub.add_parser("train-gpt", help="train a decoder-only model (GPT) on one language's side of Multi30k "
+                                         "and Tatoeba")
+    _run_flags(p, "export the best epoch here as a checkpoint directory (after every better epoch)")
+    dataclass_flags(p, GPTTrainConfig, {})
+    p.set_defaults(func=cmd_train_gpt)

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 import sys
 
-from transformer_viz.cli.common import fail, input_lines, load_translation_model, model_flags, read_stdin
+from transformer_viz.cli.common import (fail, input_lines, load_translation_model, model_flags, read_stdin,
+                                        refuse_too_long)
 
 
 def cmd_translate(args) -> int:
@@ -15,10 +16,18 @@ def cmd_translate(args) -> int:
     from transformer_viz.text.tokenizer import InputError
 
     ckpt = load_translation_model(args.checkpoint, args.dtype)
+    if args.heads_off is not None:  # greedy, with those heads' outputs zeroed before W_O (cli/explain.py)
+        from transformer_viz.cli.explain import translate_heads_off
+
+        if not args.sentence:
+            return fail("--heads-off translates one sentence given on the command line")
+        print(translate_heads_off(ckpt, " ".join(args.sentence), args.heads_off))
+        return 0
     decoding = ckpt.generation.override(args.beam, args.alpha, args.max_loop_repeats)
     if not args.sentence:
         sys.stdout.write("".join(line + "\n" for line in _translate_lines(ckpt, decoding, args.progress)))
         return 0
+    refuse_too_long(ckpt.tokenizer, " ".join(args.sentence), ckpt.config.max_len)
     try:
         run = run_sentence(ckpt, " ".join(args.sentence), beam_size=decoding.num_beams,
                            alpha=decoding.length_penalty, trace=False, max_loop_repeats=decoding.max_loop_repeats)
@@ -84,6 +93,7 @@ def cmd_trace(args) -> int:
 
     ckpt = load_translation_model(args.checkpoint, args.dtype)
     decoding = ckpt.generation.override(args.beam, args.alpha, args.max_loop_repeats)
+    refuse_too_long(ckpt.tokenizer, " ".join(args.sentence), ckpt.config.max_len)
     try:
         run = run_sentence(ckpt, " ".join(args.sentence), beam_size=decoding.num_beams, alpha=decoding.length_penalty,
                            max_loop_repeats=decoding.max_loop_repeats)
@@ -119,6 +129,8 @@ def add_commands(sub) -> None:
     p = sub.add_parser("translate", help="translate a sentence, or standard input line by line")
     model_flags(p)
     p.add_argument("--progress", action="store_true", help="show a progress bar for standard input")
+    p.add_argument("--heads-off", metavar="HEADS", default=None,
+                   help="switch attention heads off, e.g. enc.0.3,dec.1.0,cross.2.5 (KIND.LAYER.HEAD; greedy decoding)")
     p.add_argument("sentence", nargs="*", help="the sentence; omit it to read standard input")
     p.set_defaults(func=cmd_translate)
 

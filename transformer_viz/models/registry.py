@@ -47,6 +47,7 @@ ARCHITECTURES: dict[str, Architecture] = {a.name: a for a in (
     Architecture("rnn", "recurrent", M + "rnn:RNNConfig", M + "rnn:RNNSeq2Seq", True),
     Architecture("vit", "Vision Transformer", M + "vit:ViTConfig", M + "vit:ViT", False),
     Architecture("detr", "DETR", M + "detr:DETRConfig", M + "detr:DETR", False),
+    Architecture("gpt", "decoder-only", M + "gpt:GPTConfig", M + "gpt:GPT", True),
 )}
 
 

@@ -105,7 +105,25 @@ names are the same.
 """
 
 
-_SECTIONS = ((_RNN_DOC_HEAD, "rnn", {"attention": True}), (_VIT_DOC_HEAD, "vit", {}), (_DETR_DOC_HEAD, "detr", {}))
+_GPT_DOC_HEAD = """
+## The decoder-only model (models/gpt.py)
+
+Every name that `GPT.forward(tokens, trace=Trace())` records (the checkpoints `gpt-en` and `gpt-de`, and GPT-2
+read from a transformers directory), in order, for N = 1; `{i}` runs over the N blocks. It has the decoder's
+names where it has the decoder's tensors: `tgt.*`, `decoder.{i}.self_attn.*` (always causal), `decoder.{i}.ffn.*`,
+`decoder.{i}.out`, `decoder.out`, `logits`, `probs`. Its blocks are Pre-LN, so `decoder.{i}.norm1` is the
+LayerNorm before the self-attention and `decoder.{i}.norm2` the one before the feed-forward network (the
+encoder layer's two norms, not the decoder layer's three). It lacks every `src.*` and `encoder.*` name (no
+encoder), `decoder.{i}.cross_attn.*` and `decoder.{i}.norm3` (no cross-attention). `tgt.positional` is a learned
+table, not the sinusoids, and `tgt.embedding` has no ×√d_model. Row t of `logits` predicts token t + 1.
+
+| name | shape | formula / meaning |
+|---|---|---|
+"""
+
+
+_SECTIONS = ((_RNN_DOC_HEAD, "rnn", {"attention": True}), (_VIT_DOC_HEAD, "vit", {}), (_DETR_DOC_HEAD, "detr", {}),
+             (_GPT_DOC_HEAD, "gpt", {"N": 1}))
 
 if __name__ == "__main__":
     print(names_markdown(), end="")

@@ -75,6 +75,7 @@ class MultiHeadAttention(nn.Module):
         name: str = "",
         cache: dict | None = None,
         static_kv: bool = False,
+        head_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """x_q (B, Lq, d_model), x_kv (B, Lk, d_model), mask broadcastable to (B, h, Lq, Lk) -> (B, Lq, d_model).
 
@@ -106,6 +107,8 @@ class MultiHeadAttention(nn.Module):
                                ("masked_scores", masked_scores), ("weights", weights), ("heads", heads)):
                 trace.record(f"{name}.{key}", value)
 
+        if head_mask is not None:  # (B|1, h, 1, 1); 0 switches head i off before W_O (models/heads.py)
+            heads = heads * head_mask  # (B, h, Lq, d_k)
         B, _, Lq, _ = heads.shape
         concat = heads.transpose(1, 2).reshape(B, Lq, self.h * self.d_k)  # (B, Lq, d_model)
         out = self.w_o(concat)  # (B, Lq, d_model)
@@ -114,9 +117,11 @@ class MultiHeadAttention(nn.Module):
         return out
 
 
-# The feed-forward nonlinearities a config may name (config.ACTIVATIONS): the paper's ReLU, and the exact
-# GELU and swish (x·sigmoid(x)) that imported Marian models use (transformers' "gelu" and "swish").
-_ACTIVATION_FUNCTIONS = {"relu": F.relu, "gelu": F.gelu, "swish": F.silu}
+# The feed-forward nonlinearities a config may name (config.ACTIVATIONS): the paper's ReLU, the exact
+# GELU and swish (x·sigmoid(x)) that imported Marian models use (transformers' "gelu" and "swish"), and
+# GPT-2's tanh approximation of GELU (transformers' "gelu_new"), which models/gpt.py uses.
+_ACTIVATION_FUNCTIONS = {"relu": F.relu, "gelu": F.gelu, "swish": F.silu,
+                         "gelu_tanh": lambda x: F.gelu(x, approximate="tanh")}
 
 
 class FeedForward(nn.Module):

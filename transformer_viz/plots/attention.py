@@ -30,6 +30,21 @@ def mask_for_head(mask, Lq: int, Lk: int, head: int = 0) -> np.ndarray:
     return np.array(m[0, min(head, m.shape[1] - 1)])
 
 
+HEAD_ARRAYS = ("q", "k", "v", "scores", "masked_scores", "weights", "heads")
+
+
+def head_arrays(trace, prefix: str, head: int, Lq: int, Lk: int) -> dict[str, np.ndarray]:
+    """One head of one attention sublayer of the first sentence, every array the Attention page draws.
+
+    ``trace``: traced name -> array (B, h, ·, ·); ``prefix``: e.g. "decoder.1.cross_attn". Returns q (Lq, d_k),
+    k and v (Lk, d_k), scores, masked_scores and weights (Lq, Lk), heads (Lq, d_k), all float64, and mask
+    (Lq, Lk), boolean, True = may attend.
+    """
+    arrays = {name: head_slice(trace[f"{prefix}.{name}"], head) for name in HEAD_ARRAYS}
+    arrays["mask"] = mask_for_head(trace[f"{prefix}.mask"], Lq, Lk, head)
+    return arrays
+
+
 def matrix_heatmap(values, row_tokens: list[str], col_labels, title: str, hover_value: str,
                    x_title: str, y_title: str = "query token", **kwargs) -> go.Figure:
     z = np.asarray(values, dtype=np.float64)

@@ -1,6 +1,7 @@
 """The numbers the pages show beside their figures: the softmax, what removing the causal mask changes
 (the masking lab's comparison, its table and its statement), the weight on later positions, how a padded
-batch is made up, and the token IDs of one beam. Plain numpy: arrays in, arrays, tables or text out."""
+batch is made up, the token IDs of one beam, what the beam tree draws and a greedy step's candidates (the
+Decoding page and the notebook API read both). Plain numpy: arrays in, arrays, tables or text out."""
 
 from __future__ import annotations
 
@@ -30,6 +31,29 @@ def beam_hypothesis(tokens: list[list[int]], parents: list[list[int]], beam: int
                     pad_id: int = PAD) -> list[int]:
     """The token IDs of one final beam, cut before </s> and without <pad> (as the decoder returns them)."""
     return output_ids((tokens[step - 1][k] for step, k in beam_backtrack(tokens, parents, beam)[1:]), eos_id, pad_id)
+
+
+def beam_tree_data(steps, final_ids: list[int], id_to_tokens) -> dict:
+    """What the beam tree draws, from a beam search's per-step records (text.decoding's steps, of one
+    sentence) and the translation it chose (``final_ids``): per step s and beam k, ``text`` (the token),
+    ``parents``, ``scores`` (cumulative log P) and ``finished``, and ``best_beam``, the last step's beam that
+    ends in the chosen translation (None when none does)."""
+    tokens = [s.tokens[0] for s in steps]
+    parents = [s.parents[0] for s in steps]
+    best = next((k for k in range(len(tokens[-1])) if beam_hypothesis(tokens, parents, k) == list(final_ids)),
+                None) if tokens else None
+    return {"text": [id_to_tokens(row) for row in tokens], "parents": parents,
+            "scores": [s.scores[0] for s in steps], "finished": [s.finished[0] for s in steps], "best_beam": best}
+
+
+def step_candidates(step, id_to_tokens) -> dict:
+    """One greedy decoding step (a record of text.decoding, one sentence): its top-k candidates as
+    ``tokens``, ``ids`` and ``probs``, the token it wrote (``chosen_id``, ``chosen_token``, ``chosen_prob``)
+    and ``chosen``, its index among the candidates (None when it is not among them)."""
+    ids, chosen_id = list(step.top_ids[0]), step.chosen[0]
+    return {"tokens": id_to_tokens(ids), "ids": ids, "probs": step.top_probs[0], "chosen_id": chosen_id,
+            "chosen_token": id_to_tokens([chosen_id])[0], "chosen_prob": step.chosen_prob[0],
+            "chosen": ids.index(chosen_id) if chosen_id in ids else None}
 
 
 # --- the masking lab ---------------------------------------------------------------------------------

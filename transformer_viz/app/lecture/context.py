@@ -26,6 +26,7 @@ class Context:
     id_to_token: Callable[[list[int]], list[str]] = lambda ids: [str(i) for i in ids]
     metadata: dict = field(default_factory=dict)
     position: int = 1  # the decoding step the inference step shows (1-based)
+    model: object = None  # the run's Transformer: the "what does a head do?" step switches its heads off
 
 
 def traced(ctx: Context, name: str) -> np.ndarray:
@@ -53,3 +54,18 @@ def lookup_weights(ctx: Context) -> dict[str, np.ndarray]:
 def padded_length(ctx: Context) -> int:
     """The length the tokens step pads to: the next multiple of 8 above the sentence (at least 2 <pad>)."""
     return int(math.ceil((len(ctx.run.src_ids) + 2) / 8) * 8)
+
+
+_HEAD_DROPS: list = []  # [(run, HeadsRun)] of the last few runs: the step's text and figure share one pass
+
+
+def head_drops(ctx: Context):
+    """The run's per-head drops of log p(translation) (text.explain.heads_run), computed once per run."""
+    from transformer_viz.text.explain import heads_run
+
+    for run, numbers in _HEAD_DROPS:
+        if run is ctx.run:
+            return numbers
+    numbers = heads_run(ctx.model, ctx.run.src_ids, ctx.run.tgt_ids)
+    _HEAD_DROPS[:] = [(ctx.run, numbers)] + _HEAD_DROPS[:3]
+    return numbers

@@ -11,14 +11,16 @@ from typing import Callable
 import numpy as np
 import plotly.graph_objects as go
 
-from transformer_viz.app.lecture.context import (LOOKUP_KEYS, Context, encoder_weights, lookup_weights, padded_length,
-                                                 traced)
+from transformer_viz.app.lecture.context import (LOOKUP_KEYS, Context, encoder_weights, head_drops, lookup_weights,
+                                                 padded_length, traced)
 from transformer_viz.plots import attention as attention_plots
 from transformer_viz.plots import decoding as decoding_plots
 from transformer_viz.plots import embeddings as embedding_plots
+from transformer_viz.plots import heads as heads_plots
 from transformer_viz.plots import layers as layer_plots
 from transformer_viz.plots import lecture as lecture_plots
 from transformer_viz.plots import positional as positional_plots
+from transformer_viz.plots import sampling as sampling_plots
 from transformer_viz.plots import training as training_plots
 from transformer_viz.plots.common import projector_layout, token_labels
 from transformer_viz.training.schedule import learning_rate
@@ -166,6 +168,24 @@ def fig_inference(ctx: Context) -> FigureSpec:
                       {"token": tokens, "probability": probs})
 
 
+def fig_heads(ctx: Context) -> FigureSpec:
+    numbers = head_drops(ctx)
+    names = [str(head) for head in numbers.heads]
+    return FigureSpec(heads_plots.head_drop_figure, (names, numbers.drops),
+                      {"title": "How much log p(translation) falls when one head alone is off"},
+                      {"head": names, "drop (nats)": numbers.drops})
+
+
+def fig_decoder_only(ctx: Context) -> FigureSpec:
+    src, tgt = ctx.run.src_tokens, ctx.run.tgt_tokens
+    one = token_labels(src + tgt)  # a decoder-only model that translated would read source and target as one text
+    return FigureSpec(sampling_plots.families_figure, (token_labels(src), token_labels(tgt), one),
+                      {"title": "Encoder–decoder: three attentions. Decoder-only: one, causal"},
+                      {"attention": ["encoder self", "decoder self (masked)", "cross", "decoder-only (causal)"],
+                       "queries": [len(src), len(tgt), len(tgt), len(one)], "keys": [len(src), len(tgt), len(src),
+                                                                                     len(one)]})
+
+
 def fig_vit(ctx: Context) -> FigureSpec:
     return FigureSpec(lecture_plots.vit_patches_figure, (224, 16), {}, {"patch": list(range(1, 197))})
 
@@ -176,7 +196,7 @@ def fig_detr(ctx: Context) -> FigureSpec:
 
 BUILDERS = (fig_rnn, fig_lookup, fig_tokens, fig_embeddings, fig_positional, fig_qkv, fig_scores, fig_multihead,
             fig_add_norm, fig_encoder_stack, fig_masked_self, fig_cross, fig_output, fig_training, fig_inference,
-            fig_vit, fig_detr)
+            fig_heads, fig_decoder_only, fig_vit, fig_detr)
 # Keyed by the builder itself: `step.figure in FIGURES` checks that a step names one of them.
 FIGURES: dict[Callable[[Context], FigureSpec], Callable[[Context], FigureSpec]] = {f: f for f in BUILDERS}
 

@@ -9,14 +9,16 @@ from dataclasses import dataclass
 from typing import Callable
 
 from transformer_viz.app.lecture.context import Context
-from transformer_viz.app.lecture.figures import (FigureSpec, fig_add_norm, fig_cross, fig_detr, fig_embeddings,
-                                                 fig_encoder_stack, fig_inference, fig_lookup, fig_masked_self,
+from transformer_viz.app.lecture.figures import (FigureSpec, fig_add_norm, fig_cross, fig_decoder_only, fig_detr,
+                                                 fig_embeddings, fig_encoder_stack, fig_inference, fig_lookup, fig_masked_self,
                                                  fig_multihead, fig_output, fig_positional, fig_qkv, fig_rnn,
                                                  fig_scores, fig_tokens, fig_training, fig_vit)
-from transformer_viz.app.lecture.texts import (text_add_norm, text_cross, text_detr, text_embeddings,
-                                               text_encoder_stack, text_inference, text_lookup, text_masked_self,
+from transformer_viz.app.lecture.texts import (text_add_norm, text_cross, text_decoder_only, text_detr,
+                                               text_embeddings, text_encoder_stack, text_inference, text_lookup, text_masked_self,
                                                text_multihead, text_output, text_positional, text_qkv, text_rnn,
                                                text_scores, text_tokens, text_training, text_vit)
+from transformer_viz.app.lecture.figures import fig_heads  # noqa: I001 (the step "What does a head do?")
+from transformer_viz.app.lecture.texts import text_heads
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,24 @@ STEPS: tuple[Step, ...] = (
          r"\hat y_t = \arg\max_v P(v \mid \hat y_{<t}, x)", "decoding",
          Notes("One token at a time; each choice becomes input. Force another word and watch the rest change.",
                "If the class picks the second-best word here, will the translation get worse or just different?")),
+    Step("heads", "What does a head do? Switch it off", fig_heads, text_heads,
+         lines(r"\mathrm{Concat}(m_1 \mathrm{head}_1, \dots, m_h \mathrm{head}_h) W_O,\ m_i \in \{0, 1\}",
+               r"\Delta_i = \log p(y \mid x) - \log p_{\setminus i}(y \mid x)"), "heads",
+         Notes("Attention shows where a head looks; switching it off shows whether the translation needed it. Open the "
+               "page, switch off the tallest bar's head and compare the two translations; then step 3: the word "
+               "attention points at is often not the word the output depends on.",
+               "If a head's attention map looks like a perfect word alignment, will switching it off hurt the "
+               "translation?",
+               "Attention weights are not an explanation: a head can attend strongly to a word whose removal changes "
+               "nothing (other heads carry the same information), and heads on </s> or '.' often act as a no-op.")),
+    Step("decoder_only", "Decoder-only models complete the sentence", fig_decoder_only, text_decoder_only,
+         lines(r"P_T(x_t \mid x_{<t}) = \text{softmax}(h_{t-1} E^\top / T)", r"x_t \sim P_T,\ \text{then append } x_t"),
+         "complete",
+         Notes("What changes: no encoder, one mask, a prompt read at once, then tokens sampled one by one. Open the "
+               "page and complete \"Where there is a will, there\" at T = 0, then at T = 1.5.",
+               "Could a decoder-only model translate? What would its prompt look like?",
+               "GPT-3's embedding dimension (d_model) is 12,288 and its vocabulary 50,257 tokens; its embedding "
+               "matrix is 50,257 × 12,288 ≈ 0.6 billion of its 175 billion parameters: most are in the 96 layers.")),
     Step("vit", "Attention beyond text: the Vision Transformer", fig_vit, text_vit,
          lines(r"N = \frac{HW}{P^2} = \frac{224 \cdot 224}{16^2} = 196",
                r"z_0 = [x_{cls};\, x_p^1 E; \dots; x_p^N E] + E_{pos}"), "vit",

@@ -7,7 +7,8 @@ import math
 
 import numpy as np
 
-from transformer_viz.app.lecture.context import Context, encoder_weights, lookup_weights, padded_length, traced
+from transformer_viz.app.lecture.context import (Context, encoder_weights, head_drops, lookup_weights, padded_length,
+                                                 traced)
 from transformer_viz.plots import lecture as lecture_plots
 from transformer_viz.plots.common import token_text
 
@@ -209,6 +210,27 @@ def text_inference(ctx: Context) -> str:
             f"({pct(probs[1]) if len(probs) > 1 else '—'}). "
             f"Beam search keeps the K best partial translations instead of one. Force another candidate below "
             f"to see where the translation goes.")
+
+
+def text_heads(ctx: Context) -> str:
+    numbers = head_drops(ctx)
+    order = np.argsort(-numbers.drops)
+    first, second = numbers.heads[order[0]], numbers.heads[order[1]]
+    small = int((np.abs(numbers.drops) < 0.05).sum())
+    return (f"Each bar is one of the {len(numbers.drops)} heads switched off alone, the translation fed back in as in "
+            f"training. Without {first} ({first.label}) its log-probability falls by {numbers.drops[order[0]]:.2f} "
+            f"nats, without {second} by {numbers.drops[order[1]]:.2f}; {small} heads change it by less than 0.05. "
+            f"A head's attention map alone does not say which of these it is.")
+
+
+def text_decoder_only(ctx: Context) -> str:
+    cfg = ctx.run.config
+    return ("A decoder-only model (GPT) keeps one stack: no encoder, no cross-attention, one causal mask. It reads a "
+            "prompt and samples the next token from softmax(z / T), appends it and runs again. GPT-3 has a "
+            "vocabulary of 50,257 tokens, d_model = 12,288, 96 layers of 96 heads (d_k = 128), 2,048 positions "
+            f"and 175 billion parameters; this translation model has V = {cfg.vocab_size:,} and d_model = "
+            f"{cfg.d_model}. Translating with one would mean reading \"source, then target\" as one text: "
+            f"{len(ctx.run.src_ids) + len(ctx.run.tgt_ids)} positions here.")
 
 
 def text_vit(ctx: Context) -> str:

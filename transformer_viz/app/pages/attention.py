@@ -21,15 +21,10 @@ prefix = template.format(layer=sel.layer)
 q_tokens = run.src_tokens if q_side == "src" else run.tgt_tokens
 k_tokens = run.src_tokens if k_side == "src" else run.tgt_tokens
 Lq, Lk = len(q_tokens), len(k_tokens)
-trace = run.trace
-q = plots.head_slice(trace[f"{prefix}.q"], sel.head)  # (Lq, d_k)
-k = plots.head_slice(trace[f"{prefix}.k"], sel.head)  # (Lk, d_k)
-v = plots.head_slice(trace[f"{prefix}.v"], sel.head)  # (Lk, d_k)
-scores = plots.head_slice(trace[f"{prefix}.scores"], sel.head)  # (Lq, Lk)
-mask = plots.mask_for_head(trace[f"{prefix}.mask"].numpy(), Lq, Lk, sel.head)  # (Lq, Lk)
-masked = plots.head_slice(trace[f"{prefix}.masked_scores"], sel.head)
-weights = plots.head_slice(trace[f"{prefix}.weights"], sel.head)
-heads = plots.head_slice(trace[f"{prefix}.heads"], sel.head)  # (Lq, d_k)
+# q (Lq, d_k), k and v (Lk, d_k), scores, mask, masked scores and weights (Lq, Lk), heads (Lq, d_k)
+arrays = plots.head_arrays(run.trace, prefix, sel.head, Lq, Lk)
+q, k, v, scores, mask = (arrays[n] for n in ("q", "k", "v", "scores", "mask"))
+masked, weights, heads = arrays["masked_scores"], arrays["weights"], arrays["heads"]
 
 st.latex(r"\text{Attention}(Q, K, V) = \text{softmax}\Big(\frac{QK^\top}{\sqrt{d_k}} + M\Big)V,\qquad "
          r"d_k = d_{model}/h = %d/%d = %d,\ \sqrt{d_k} = %.4g" % (cfg.d_model, cfg.h, d_k, np.sqrt(d_k)))

@@ -6,14 +6,9 @@ import streamlit as st
 from transformer_viz.app import frame, loaders, sections, steps, widgets
 from transformer_viz.plots.common import token_labels, token_text
 from transformer_viz.plots.decoding import attention_row_figure, beam_tree_figure, causal_mask_figure, topk_figure
-from transformer_viz.text.analysis import beam_hypothesis
+from transformer_viz.text.analysis import beam_tree_data, step_candidates
 
 STEPS_KEY = "_decoding_steps"  # {(checkpoint, sentence): step}, so each sentence keeps its own place
-
-
-def move(key: tuple[str, str], delta: int, last: int) -> None:
-    steps = st.session_state.setdefault(STEPS_KEY, {})
-    steps[key] = min(max(steps.get(key, 1) + delta, 1), last)
 
 
 sel, run = frame.page_header(
@@ -31,7 +26,6 @@ ckpt = loaders.get_checkpoint(sel.checkpoint)
 tokenizer = ckpt.tokenizer
 n_steps = min(len(run.decoding.steps), len(run.tgt_ids))
 key = (sel.checkpoint, run.source_text)
-t = min(max(st.session_state.get(STEPS_KEY, {}).get(key, 1), 1), n_steps)
 
 greedy_tab, beam_tab = steps.tabs([
     "1 · Greedy decoding, step by step",
@@ -40,19 +34,13 @@ greedy_tab, beam_tab = steps.tabs([
 
 if greedy_tab.open:
     with greedy_tab:
-        left, middle, right = st.columns([1, 2, 1])
-        left.button("◀ Previous", key="decoding_prev", on_click=move, args=(key, -1, n_steps), disabled=t <= 1,
-                    width="stretch")
-        middle.markdown(f"**Step {t} of {n_steps}**")
-        middle.progress(t / n_steps)
-        right.button("Next ▶", key="decoding_next", on_click=move, args=(key, 1, n_steps), disabled=t >= n_steps,
-                     width="stretch")
+        t = steps.stepper(STEPS_KEY, key, n_steps, "decoding")
 
-        step = run.decoding.steps[t - 1]
+        candidates = step_candidates(run.decoding.steps[t - 1], tokenizer.convert_ids_to_tokens)
         inputs = run.tgt_tokens[:t]
         labels = token_labels(inputs)
-        top_ids, top_probs, chosen_id = step.top_ids[0], step.top_probs[0], step.chosen[0]
-        chosen_token = tokenizer.convert_ids_to_tokens([chosen_id])[0]
+        top_ids, top_probs, chosen_id = candidates["ids"], candidates["probs"], candidates["chosen_id"]
+        chosen_token = candidates["chosen_token"]
         inputs_col, chosen_col, prob_col = st.columns([2, 1, 1])  # one row: the figures start on the first screen
         with inputs_col:
             widgets.show_user_text(f"Decoder input at step {t} (<s> + {t - 1} generated)",
@@ -61,7 +49,7 @@ if greedy_tab.open:
             end = " (end of sentence)" if chosen_id == run.config.eos_id else ""
             widgets.show_user_text("Chosen next token" + end,
                                    token_text(chosen_token))
-        prob_col.latex(r"P(\hat y_{%d} \mid \hat y_{<%d}, x) = %.4f" % (t, t, step.chosen_prob[0]))
+        prob_col.latex(r"P(\hat y_{%d} \mid \hat y_{<%d}, x) = %.4f" % (t, t, candidates["chosen_prob"]))
 
         left, right = st.columns(2)
         with left:
@@ -70,8 +58,7 @@ if greedy_tab.open:
                           "decoding-mask", caption="At step 1 the only input is <s>: the mask is a single cell, <s> "
                                                    "attending to itself." if t == 1 else None)
         with right:
-            top_tokens = tokenizer.convert_ids_to_tokens(top_ids)
-            chosen = top_ids.index(chosen_id) if chosen_id in top_ids else None
+            top_tokens, chosen = candidates["tokens"], candidates["chosen"]
             fig = widgets.cached_figure(topk_figure, top_tokens, top_probs, chosen=chosen,
                                         title=f"Top {len(top_ids)} candidates at step {t}")
             widgets.chart(fig, {"token": top_tokens, "id": top_ids, "probability": top_probs}, "decoding-topk")
@@ -117,17 +104,11 @@ if beam_tab.open:
         if beam_run.translation == run.translation:
             st.caption("Here both find the same translation.")
 
-        beam_steps = beam_run.decoding.steps
-        tokens = [s.tokens[0] for s in beam_steps]
-        parents = [s.parents[0] for s in beam_steps]
-        scores = [s.scores[0] for s in beam_steps]
-        finished = [s.finished[0] for s in beam_steps]
-        best = next((k for k in range(len(tokens[-1]))
-                     if beam_hypothesis(tokens, parents, k) == beam_run.decoding.tokens[0]), None) if tokens else None
-        text = [tokenizer.convert_ids_to_tokens(row) for row in tokens]
-        fig = widgets.cached_figure(beam_tree_figure, text, parents, scores, finished, best_beam=best,
+        tree = beam_tree_data(beam_run.decoding.steps, beam_run.decoding.tokens[0], tokenizer.convert_ids_to_tokens)
+        text, parents, scores, finished = tree["text"], tree["parents"], tree["scores"], tree["finished"]
+        fig = widgets.cached_figure(beam_tree_figure, text, parents, scores, finished, best_beam=tree["best_beam"],
                                     title=f"Beam tree, K = {K}: a line from each hypothesis to the one it extends")
-        widgets.chart(fig, widgets.long_form(list(range(1, len(tokens) + 1)), list(range(K)),
+        widgets.chart(fig, widgets.long_form(list(range(1, len(text) + 1)), list(range(K)),
                                              {"token": text, "parent": parents, "log P": scores, "finished": finished},
                                              ("step", "beam")), "decoding-beam-tree",
                       caption="Squares are finished hypotheses (they produced </s>); hover a node for its token and "

@@ -1,0 +1,86 @@
+"""What the page "What does a head do?" (pages/heads.py) computes and keeps: the heads switched off (in the
+URL as ``off=enc.0.3,cross.2.5``), the ablation and logit-lens numbers, and the attributions, each computed
+once per (checkpoint, sentence, …) and shared read-only between sessions. The numbers themselves come from
+text/explain.py, as for ``python -m transformer_viz explain``."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from transformer_viz.app import loaders
+from transformer_viz.app.sidebar import Selection
+
+# Measured by bench/heads_stats.py (README, "What does a head do?"): the lesson of step 3 over a test set.
+TEST_SET_NOTE = ("Over the first 500 sentences of test_2016_flickr (checkpoints/de-en, greedy, integrated gradients "
+                 "with 16 steps), the most-attended source token is the most-attributed one at 13 %, 40 % and 56 % of "
+                 "the 7,080 target positions in decoder layers 0, 1 and 2 (mean over heads; 20 %, 56 %, 63 % for "
+                 "the heads' mean attention). Attention is not attribution.")
+OFF_PARAM = "off"  # the URL's heads switched off
+OFF_KEY = "heads_off"  # the page's multiselect
+
+
+def heads_off_choice(sel: Selection, names: list[str]) -> list[str]:
+    """The multiselect of heads to switch off, first filled from the URL; its choice written back to the URL.
+    Names that this model does not have (another checkpoint, a hand-edited link) are dropped."""
+    state = st.session_state
+    if OFF_KEY not in state:
+        state[OFF_KEY] = [n for n in st.query_params.get(OFF_PARAM, "").split(",") if n in names]
+    state[OFF_KEY] = [n for n in state[OFF_KEY] if n in names]
+    chosen = st.multiselect("Heads to switch off (kind.layer.head: enc = encoder self-attention, dec = decoder "
+                            "self-attention, cross = cross-attention)", names, key=OFF_KEY,
+                            placeholder="none: every head on")
+    if chosen:
+        st.query_params[OFF_PARAM] = ",".join(chosen)
+    else:
+        st.query_params.pop(OFF_PARAM, None)
+    return chosen
+
+
+@st.cache_resource(show_spinner="Switching heads off…", max_entries=64, ttl=3600)
+def heads_numbers(checkpoint: str, sentence: str, heads_off: tuple[str, ...]):
+    """The ablation bars, both probabilities per token and the logit lens (one batched pass), and the greedy
+    translation with ``heads_off`` off (IDs and text)."""
+    from transformer_viz.models.heads import parse_heads
+    from transformer_viz.text.explain import heads_run, translation_with_heads_off
+
+    ckpt, run = loaders.get_checkpoint(checkpoint), loaders.get_run(checkpoint, sentence)
+    heads = parse_heads(heads_off, ckpt.config)
+    numbers = heads_run(ckpt.model, run.src_ids, run.tgt_ids, heads)
+    off = translation_with_heads_off(ckpt, run.src_ids, heads) if heads else (run.tgt_ids[1:], run.translation)
+    return numbers, off
+
+
+@st.cache_resource(show_spinner="Reading each layer's guess…", max_entries=64, ttl=3600)
+def lens(checkpoint: str, sentence: str, final_norm: bool = True) -> dict:
+    """The logit lens of the sentence's run (one row, every head on); ``final_norm=False``: a Pre-LN model's
+    lens without its final LayerNorm (what borrowing it changes)."""
+    from transformer_viz.text.explain import logit_lens
+
+    ckpt, run = loaders.get_checkpoint(checkpoint), loaders.get_run(checkpoint, sentence)
+    return logit_lens(ckpt.model, run.src_ids, run.tgt_ids, final_norm=final_norm)
+
+
+@st.cache_resource(show_spinner="Computing the attributions (integrated gradients: one batched forward and "
+                                "backward pass over steps × target positions)…", max_entries=32, ttl=3600)
+def attributions(checkpoint: str, sentence: str, steps: int):
+    """Integrated gradients (T, S) with f_t(e) − f_t(e') (T,), and gradient × input (T, S): slower than the rest
+    of the page (seconds), so computed once per sentence and step count."""
+    from transformer_viz.text.explain import gradient_x_input, integrated_gradients
+
+    ckpt, run = loaders.get_checkpoint(checkpoint), loaders.get_run(checkpoint, sentence)
+    ig, delta = integrated_gradients(ckpt.model, run.src_ids, run.tgt_ids, steps)
+    return ig, delta, gradient_x_input(ckpt.model, run.src_ids, run.tgt_ids)
+
+
+@st.cache_resource(show_spinner="Translating with that head off…", max_entries=32, ttl=3600)
+def translation_off(checkpoint: str, sentence: str, heads_off: tuple[str, ...]) -> str:
+    from transformer_viz.models.heads import parse_heads
+    from transformer_viz.text.explain import translation_with_heads_off
+
+    ckpt, run = loaders.get_checkpoint(checkpoint), loaders.get_run(checkpoint, sentence)
+    return translation_with_heads_off(ckpt, run.src_ids, parse_heads(heads_off, ckpt.config))[1]
+
+
+def set_sentence(sentence: str) -> None:
+    """A preset's button: the sidebar's sentence becomes the preset (as typing it there would)."""
+    st.session_state["sentence"] = sentence

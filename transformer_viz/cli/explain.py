@@ -1,0 +1,101 @@
+"""``explain``: which source words one translation used and what each decoder layer already guessed, per target
+token (the table of the page "What does a head do?", from the same library functions, text/explain.py); and
+``translate --heads-off``'s decoding with heads switched off (cli/translation.py)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+
+from transformer_viz.cli.common import fail, load_translation_model
+
+
+def require_transformer(ckpt) -> None:
+    from transformer_viz.checkpoints import CheckpointError
+    from transformer_viz.models.transformer import Transformer
+
+    if not isinstance(ckpt.model, Transformer):
+        raise CheckpointError("heads, the logit lens and these attributions need an encoder–decoder Transformer "
+                              "checkpoint, not a recurrent model")
+
+
+def parse_heads_flag(ckpt, spec: str):
+    """``--heads-off enc.L.H,dec.L.H,cross.L.H`` -> heads; InputError for one the model does not have."""
+    from transformer_viz.models.heads import parse_heads
+    from transformer_viz.text.tokenizer import InputError
+
+    try:
+        return parse_heads(spec, ckpt.config)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
+def explain_json(ckpt, sentence: str, steps: int) -> dict:
+    """Everything ``explain`` prints, for one sentence: its tokens, the greedy translation, integrated gradients'
+    step count and completeness gap, and the per-token rows (text.explain.explanation_rows)."""
+    from transformer_viz.engine import run_sentence
+    from transformer_viz.text import explain as X
+
+    run = run_sentence(ckpt, sentence)
+    model = ckpt.model
+    ig, delta = X.integrated_gradients(model, run.src_ids, run.tgt_ids, steps)
+    gxi = X.gradient_x_input(model, run.src_ids, run.tgt_ids)
+    lens = X.heads_run(model, run.src_ids, run.tgt_ids).lens
+    return {"source": run.source_text, "source_tokens": run.src_tokens, "translation": run.translation,
+            "layers": model.cfg.N, "ig_steps": steps, "ig_baseline": "zero source embeddings (positions kept)",
+            "ig_completeness_gap": round(float(np.abs(ig.sum(-1) - delta).sum() / np.abs(delta).sum()), 6),
+            "lens_final_layer_norm": bool(model.cfg.pre_ln), "messages": run.messages,
+            "tokens": X.explanation_rows(run, lens, ig, gxi)}
+
+
+def cmd_explain(args) -> int:
+    from transformer_viz.text.tokenizer import InputError
+
+    ckpt = load_translation_model(args.checkpoint, args.dtype)
+    require_transformer(ckpt)
+    if args.ig_steps < 1:
+        return fail("--ig-steps must be at least 1")
+    try:
+        out = explain_json(ckpt, " ".join(args.sentence), args.ig_steps)
+    except InputError as exc:
+        return fail(str(exc))
+    if args.json:
+        json.dump(out, sys.stdout, ensure_ascii=False, indent=1)
+        print()
+        return 0
+    print(f"{out['translation']}\n(integrated gradients: {args.ig_steps} steps, completeness gap "
+          f"{out['ig_completeness_gap']:.1%})")
+    print(f"{'token':<14} {'p':>6}  {'most attended per layer':<36} {'IG':<12} {'grad×input':<12} lens rank per layer")
+    for row in out["tokens"]:
+        print(f"{row['token']:<14} {row['p']:>6.3f}  {' '.join(row['most_attended']):<36} "
+              f"{row['most_attributed_ig']:<12} {row['most_attributed_gxi']:<12} {row['lens_rank']}")
+    return 0
+
+
+def translate_heads_off(ckpt, sentence: str, spec: str) -> str:
+    """The greedy translation with the heads of ``spec`` switched off (what ``translate --heads-off`` prints)."""
+    from transformer_viz.text.explain import translation_with_heads_off
+    from transformer_viz.text.tokenizer import encode_source
+
+    require_transformer(ckpt)
+    heads = parse_heads_flag(ckpt, spec)
+    encoded = encode_source(ckpt.tokenizer, sentence, max_tokens=ckpt.config.max_len)
+    for note in encoded.messages():
+        print(f"note: {note}", file=sys.stderr)
+    return translation_with_heads_off(ckpt, encoded.ids, heads)[1]
+
+
+def add_commands(sub) -> None:
+    from transformer_viz.checkpoints import DTYPES
+    from transformer_viz.cli.common import DEFAULT_CHECKPOINT
+    from transformer_viz.text.explain import IG_STEPS
+
+    p = sub.add_parser("explain", help="per target token: attention, attribution (IG, grad×input), logit lens")
+    p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT), help="checkpoint directory")
+    p.add_argument("--dtype", default="float32", choices=DTYPES, help="weights and arithmetic")
+    p.add_argument("--ig-steps", type=int, default=IG_STEPS, help=f"integrated gradients' steps (default {IG_STEPS})")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("sentence", nargs="+")
+    p.set_defaults(func=cmd_explain)
