@@ -269,10 +269,6 @@ class PromptRun:
         """Positions of <s> + the prompt."""
         return len(self.completion.prompt_ids)
 
-    @property
-    def continuation(self) -> str:
-        return self.text[len(self.prompt.strip()):].strip() if self.text.startswith(self.prompt.strip()) else self.text
-
 
 @torch.no_grad()
 def run_prompt(ckpt: Checkpoint, prompt: str, settings: SamplingSettings, trace: bool = True) -> PromptRun:

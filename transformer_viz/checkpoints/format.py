@@ -155,11 +155,17 @@ def read_generation_defaults(path: Path, vocab_size: int, beam_scoring: str = "g
     return generation
 
 
-def is_marian_dir(path: Path) -> bool:
+def hf_model_type(path: Path) -> str:
+    """config.json's transformers ``model_type`` ("marian", "gpt2"); "" for our own checkpoints or no config."""
     try:
-        return json.loads((path / CONFIG).read_text(encoding="utf-8")).get("model_type") == "marian"
+        model_type = json.loads((path / CONFIG).read_text(encoding="utf-8")).get("model_type", "")
     except (OSError, ValueError, AttributeError):
-        return False
+        return ""
+    return model_type if isinstance(model_type, str) else ""
+
+
+def is_marian_dir(path: Path) -> bool:
+    return hf_model_type(path) == "marian"
 
 
 def read_metadata(directory: str | Path) -> dict:

@@ -153,6 +153,10 @@ def load_gpt2(path: Path, cfg: GPTConfig, device, dtype: str) -> Checkpoint:
     tokenizer = load_gpt2_tokenizer(path, cfg)
     if len(tokenizer) != cfg.vocab_size:
         raise CheckpointError(f"tokenizer has {len(tokenizer)} tokens but the model's vocabulary is {cfg.vocab_size}")
-    metadata = read_metadata(path) or {"name": f"GPT-2 ({path.name})", "arch": "gpt", "lang": "en",
-                                       "description": f"OpenAI's GPT-2 (Radford et al., 2019), read from {path}."}
-    return Checkpoint(model, tokenizer, cfg, metadata, path)
+    return Checkpoint(model, tokenizer, cfg, read_metadata(path) or gpt2_metadata(path), path)
+
+
+def gpt2_metadata(path: Path) -> dict:
+    """A model card's fields for a GPT-2 directory without metadata.json."""
+    return {"name": f"GPT-2 ({path.name})", "arch": "gpt", "lang": "en",
+            "description": f"OpenAI's GPT-2 (Radford et al., 2019), read from {path}."}

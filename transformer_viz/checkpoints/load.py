@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from transformer_viz.checkpoints.format import (CONFIG, DTYPES, TOKENIZER_DIR, WEIGHTS, Checkpoint, CheckpointError,
-                                                config_from_dict, is_marian_dir, read_generation_defaults,
-                                                read_metadata, read_weights, refuse_pickles)
-from transformer_viz.checkpoints.gpt2 import gpt2_model_config, is_gpt2_config, load_gpt2
+                                                config_from_dict, hf_model_type, is_marian_dir,
+                                                read_generation_defaults, read_metadata, read_weights, refuse_pickles)
+from transformer_viz.checkpoints.gpt2 import gpt2_metadata, gpt2_model_config, is_gpt2_config, load_gpt2
 from transformer_viz.checkpoints.marian import load_marian, marian_metadata, marian_model_config
 from transformer_viz.models.config import ModelConfig
 from transformer_viz.models.registry import ARCHITECTURES
@@ -37,7 +37,7 @@ def load_checkpoint(directory: str | Path, device: str | torch.device = "cpu", d
     cfg = load_config(path)
     if isinstance(cfg, ModelConfig) and cfg.logits_bias and is_marian_dir(path):
         return load_marian(path, cfg, device, dtype)
-    if _model_type(path) == "gpt2":
+    if hf_model_type(path) == "gpt2":
         return load_gpt2(path, cfg, device, dtype)
     family = ARCHITECTURES[getattr(cfg, "arch", "transformer")]
     try:
@@ -88,20 +88,11 @@ def load_config(directory: str | Path):
         raise CheckpointError(f"{path} is not a valid model config: {exc}") from exc
 
 
-def _model_type(path: Path) -> str:
-    """config.json's transformers ``model_type`` ("" for our own checkpoints)."""
-    try:
-        data = json.loads((path / CONFIG).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return ""
-    return data.get("model_type", "") if isinstance(data, dict) else ""
-
-
 def load_metadata(directory: str | Path) -> dict:
     """metadata.json as a dict ({} when there is none; for a Marian directory without one, its name and
     languages, see marian.marian_metadata). JSON only, no torch: cheap enough for a sidebar."""
     if not (Path(directory) / "metadata.json").is_file() and is_marian_dir(Path(directory)):
         return marian_metadata(Path(directory))
-    if not (Path(directory) / "metadata.json").is_file() and _model_type(Path(directory)) == "gpt2":
-        return {"name": f"GPT-2 ({Path(directory).name})", "arch": "gpt", "lang": "en"}
+    if not (Path(directory) / "metadata.json").is_file() and hf_model_type(Path(directory)) == "gpt2":
+        return gpt2_metadata(Path(directory))
     return read_metadata(directory)

@@ -20,12 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-
-def softmax(logits: np.ndarray) -> np.ndarray:
-    z = np.asarray(logits, dtype=np.float64)
-    z = z - z.max()  # exp of the largest is 1: no overflow
-    e = np.exp(z)
-    return e / e.sum()
+from transformer_viz.text.analysis import softmax  # noqa: F401  (stable, float64; re-exported for callers)
 
 
 def with_temperature(logits: np.ndarray, temperature: float) -> np.ndarray:
