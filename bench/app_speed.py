@@ -10,7 +10,7 @@
              visited in the browser. Target: <= 1 GiB.
 (d) cpu      CPU seconds (/proc/<pid>/stat) that one session costs the server and the browser, for
              opening each page and for each new sentence typed on it: the numbers behind how many
-             students a machine holds.
+             students a machine holds; and the bytes the server sends for each (websocket messages).
 
     .venv/bin/python bench/app_speed.py                       # checkpoints/ of the project
     .venv/bin/python bench/app_speed.py --checkpoints DIR --reruns 10 --skip-browser
@@ -189,34 +189,55 @@ def chromium_pids() -> list[int]:
     return pids
 
 
-def measure_cpu(browser, url: str, server_pid: int, commits: int, timeout_s: float) -> dict:
+def count_received_bytes(page) -> list[int]:
+    """A one-element list that grows by the size of every websocket message the server sends this page
+    (Streamlit's protobuf messages: elements, figures, widget states)."""
+    received = [0]
+
+    def on_socket(ws) -> None:
+        ws.on("framereceived", lambda payload: received.__setitem__(0, received[0] + len(payload)))
+
+    page.on("websocket", on_socket)
+    return received
+
+
+def measure_cpu(browser, url: str, server_pid: int, commits: int, timeout_s: float,
+                only: set[str] | None = None) -> dict:
     """(d) CPU seconds that opening each page, and then typing a new sentence on it, cost the server and the
-    browser, one session at a time: what a lecture hall multiplies by its number of students."""
+    browser, one session at a time: what a lecture hall multiplies by its number of students; and the bytes
+    the server sent the browser for each."""
     out = {}
     for k, info in enumerate(app_pages()):
+        if only and info["url_path"] not in only:
+            continue
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         context.add_init_script(COUNT_RUNS_JS)
         page = context.new_page()
         page.set_default_timeout(timeout_s * 1000)
+        received = count_received_bytes(page)
         b0, s0 = cpu_seconds(chromium_pids()), cpu_seconds([server_pid])
         page.goto(f"{url}/{'' if info['default'] else info['url_path']}")
         wait_for_run(page, 0, timeout_s, title=info["title"])
         b1, s1 = cpu_seconds(chromium_pids()), cpu_seconds([server_pid])
+        open_bytes = received[0]
         area = page.get_by_label(re.compile(r"^Sentence")).first
         lang = sentence_language(area.get_attribute("aria-label") or "")
-        walls, browser_s, server_s = [], [], []
+        walls, browser_s, server_s, sent = [], [], [], []
         for n in range(commits):
             words = [WORDS[lang][(7 * n + 3 * k + i) % len(WORDS[lang])] for i in range(10)]
             before, t = page.evaluate("window.__stRuns"), time.perf_counter()
-            c0, d0 = cpu_seconds(chromium_pids()), cpu_seconds([server_pid])
+            c0, d0, r0 = cpu_seconds(chromium_pids()), cpu_seconds([server_pid]), received[0]
             text = f"{' '.join(words).capitalize()} {k}{n} ."  # new to the run cache: a real model run
             area.fill(text)
             area.press("Control+Enter")
             wait_for_run(page, before, timeout_s, sentence=text)
             walls.append(time.perf_counter() - t)
+            page.wait_for_timeout(300)  # plotly's last layout pass: part of drawing this sentence
             browser_s.append(cpu_seconds(chromium_pids()) - c0)
             server_s.append(cpu_seconds([server_pid]) - d0)
-        out[info["title"]] = {"open_browser_cpu_s": b1 - b0, "open_server_cpu_s": s1 - s0,
+            sent.append(received[0] - r0)
+        out[info["title"]] = {"open_browser_cpu_s": b1 - b0, "open_server_cpu_s": s1 - s0, "open_bytes": open_bytes,
+                              "commit_bytes": statistics.median(sent),
                               "commit_wall_s": statistics.median(walls),
                               "commit_browser_cpu_s": statistics.median(browser_s),
                               "commit_server_cpu_s": statistics.median(server_s)}
@@ -224,7 +245,7 @@ def measure_cpu(browser, url: str, server_pid: int, commits: int, timeout_s: flo
     return out
 
 
-def measure_browser(checkpoints: Path, timeout_s: float, commits: int = 0) -> dict:
+def measure_browser(checkpoints: Path, timeout_s: float, commits: int = 0, only: set[str] | None = None) -> dict:
     from playwright.sync_api import sync_playwright
 
     out = {}
@@ -256,7 +277,7 @@ def measure_browser(checkpoints: Path, timeout_s: float, commits: int = 0) -> di
             out["rss_after_all_pages_mib"] = rss_bytes(proc.pid) / 2**20
             out["page_errors"] = errors
             if commits:
-                out["cpu"] = measure_cpu(browser, url, proc.pid, commits, timeout_s)
+                out["cpu"] = measure_cpu(browser, url, proc.pid, commits, timeout_s, only)
         finally:
             stop_server(proc)
             browser.close()
@@ -275,6 +296,7 @@ def main() -> None:
     parser.add_argument("--skip-browser", action="store_true", help="only (a): no Chromium")
     parser.add_argument("--commits", type=int, default=3,
                         help="(d): new sentences typed per page while measuring CPU time (0 skips (d))")
+    parser.add_argument("--pages", help="(d) only on these pages, by url_path, comma-separated (default: all)")
     parser.add_argument("--json", type=Path, help="also write the results as JSON to this file")
     args = parser.parse_args()
     checkpoints = args.checkpoints.resolve()
@@ -296,7 +318,8 @@ def main() -> None:
         if not Path(CHROMIUM).exists():
             print(f"(b), (c) skipped: {CHROMIUM} is missing")
         else:
-            b = measure_browser(checkpoints, args.timeout, args.commits)
+            b = measure_browser(checkpoints, args.timeout, args.commits,
+                                set(args.pages.split(",")) if args.pages else None)
             result["browser"] = b
             ok = "yes" if b["cold_start_s"] <= TARGETS["cold_start_s"] else "NO"
             print(f"(b) cold start to the first page with its {b['first_page_charts']} chart(s): "
@@ -309,11 +332,13 @@ def main() -> None:
                 print(f"    errors shown on pages: {json.dumps(b['page_errors'], ensure_ascii=False)}")
             if "cpu" in b:
                 print(f"(d) CPU seconds per session, one at a time (median of {args.commits} new sentences per page)")
-                print(f"    {'page':<28} {'open: browser':>14} {'server':>7} {'new sentence: wall':>19} "
-                      f"{'browser':>8} {'server':>7}")
+                print(f"    {'page':<28} {'open: browser':>14} {'server':>7} {'kB':>6} {'new sentence: wall':>19} "
+                      f"{'browser':>8} {'server':>7} {'kB':>6}")
                 for title, c in b["cpu"].items():
                     print(f"    {title:<28} {c['open_browser_cpu_s']:>14.1f} {c['open_server_cpu_s']:>7.1f} "
-                          f"{c['commit_wall_s']:>19.2f} {c['commit_browser_cpu_s']:>8.2f} {c['commit_server_cpu_s']:>7.2f}")
+                          f"{c['open_bytes'] / 1000:>6.1f} {c['commit_wall_s']:>19.2f} "
+                          f"{c['commit_browser_cpu_s']:>8.2f} {c['commit_server_cpu_s']:>7.2f} "
+                          f"{c['commit_bytes'] / 1000:>6.1f}")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2, ensure_ascii=False))
 

@@ -3,7 +3,6 @@ sentences with their reference translations."""
 
 from __future__ import annotations
 
-from transformer_viz.text.evaluation import sentence_chrf
 
 # The sentences a Transformer lecture is made of, with the translation the lecture gives (its reference):
 # offered as examples, and the Overview says how close the model's translation comes to the reference.
@@ -63,6 +62,8 @@ def reference_note(src_lang: str, sentence: str, translation: str) -> str | None
     reference = LECTURE_SENTENCES.get(src_lang, {}).get(sentence.strip())
     if reference is None:
         return None
+    from transformer_viz.text.evaluation import sentence_chrf
+
     chrf = sentence_chrf(translation, reference)
     line = f"The lecture translates it as “{reference}” (chrF of this model's translation against it: {chrf:.0f})."
     if chrf < WRONG_BELOW:

@@ -7,6 +7,7 @@ input at the top (:func:`page_header`). The step a shared link names is kept her
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import streamlit as st
@@ -105,6 +106,16 @@ def show_input_notes(sel: Selection, run: SentenceRun) -> None:
                       on_click=swap_direction, args=(other,))
 
 
+@st.fragment(run_every=timedelta(seconds=0.5))
+def rerun_when_loaded(name: str) -> None:
+    """Shows nothing; reruns the whole page as soon as the background load of the checkpoint is over
+    (loaders.loading_in_background), for a page that drew what it could without the model. The browser
+    asks for a run of this fragment every 0.5 s meanwhile; a page drawn with the model calls it no more,
+    which ends those runs."""
+    if not loaders.loading_in_background(name):
+        st.rerun()
+
+
 _BAR_TEXT = "sentence_bar_text"
 
 
@@ -121,7 +132,8 @@ def sentence_bar(sel: Selection) -> None:
     st.session_state[_BAR_TEXT] = sel.sentence  # what the sidebar holds, each run (a form sends only on submit)
     with st.container(key="sentence_bar"), st.form("sentence_bar_form", border=False):
         text_col, button_col = st.columns([4, 1], vertical_alignment="bottom")
-        text_col.text_input(f"Type a sentence ({language_name(sel.src_lang)})", key=_BAR_TEXT, max_chars=MAX_INPUT_CHARS)
+        text_col.text_input(f"Type a sentence ({language_name(sel.src_lang)})", key=_BAR_TEXT,
+                            max_chars=MAX_INPUT_CHARS)
         button_col.form_submit_button("Translate ▶", on_click=_run_bar_sentence, width="stretch")
 
 

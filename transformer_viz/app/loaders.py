@@ -5,10 +5,12 @@ DETR, and the models' speed measured on this server."""
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 import streamlit as st
 
+from transformer_viz.app import coldstart
 from transformer_viz.app.catalogue import checkpoint_names, list_checkpoints
 from transformer_viz.app.threads import configure_torch_threads
 from transformer_viz.app.widgets import escape_markdown
@@ -18,6 +20,8 @@ from transformer_viz.models.registry import DEFAULT_ARCH, architecture
 # torch and the engine are imported on first use, not here: the sidebar and the top of a page need only
 # JSON, so on a cold start the browser draws them (and fetches its chart code) while torch is loading.
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from transformer_viz.engine import SentenceRun
 
 
@@ -33,11 +37,50 @@ def load_listed(arch: str, name: str) -> Checkpoint:
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=8)
 def get_checkpoint(name: str) -> Checkpoint:
-    """One model per process, shared by every session: never mutate it."""
-    checkpoint = load_listed(DEFAULT_ARCH, name)
+    """One model per process, shared by every session: never mutate it. When a background thread is loading
+    it (:func:`loading_in_background`), this waits for that thread's model instead of reading it again."""
+    checkpoint = _background_result(name)
+    if checkpoint is None:
+        checkpoint = load_listed(DEFAULT_ARCH, name)
     _LOADED.add(name)
     freeze_long_lived_objects()
     return checkpoint
+
+
+_BACKGROUND_LOCK = threading.Lock()
+_BACKGROUND: dict[str, Future[Checkpoint]] = {}  # checkpoint name -> its load in a background thread
+_background_allowed = coldstart.STARTED_COLD  # until the process's first model is asked for
+
+
+def loading_in_background(name: str) -> bool:
+    """Whether a background thread is loading this checkpoint now, for a page that can draw what needs no
+    model meanwhile (and reruns once this turns False; :func:`get_checkpoint` then takes the thread's model).
+
+    In a process that started cold (:mod:`~transformer_viz.app.coldstart`), the call that asks for its first
+    model starts that thread: that model costs seconds of imports (torch, transformers) besides its
+    weights. Only that one: later models load quickly in the script thread, and a first model asked for
+    through :func:`get_checkpoint` (a page that needs it at once) loads there too, so that none is read twice.
+    """
+    global _background_allowed
+    with _BACKGROUND_LOCK:
+        if _background_allowed and not _LOADED:
+            _background_allowed = False
+            # The thread imports what the model needs (torch, transformers) and nothing that pages use
+            # while it runs: plotly, for one, takes pandas from sys.modules without importing it, and
+            # would find it half imported.
+            _BACKGROUND[name] = coldstart.in_background(f"load {name}", lambda: load_listed(DEFAULT_ARCH, name))
+        future = _BACKGROUND.get(name)
+    return future is not None and not future.done()
+
+
+def _background_result(name: str) -> Checkpoint | None:
+    """The model a background thread loaded (waiting for it if it is still loading), or None where none did;
+    its error is raised here, once: a later call reads the checkpoint in the script thread."""
+    global _background_allowed
+    with _BACKGROUND_LOCK:
+        _background_allowed = False
+        future = _BACKGROUND.pop(name, None)
+    return future.result() if future is not None else None
 
 
 def freeze_long_lived_objects() -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from transformer_viz.app import coldstart  # noqa: F401  # first: before any import that may bring torch
 from transformer_viz.app import frame, runlog, sidebar, style
 from transformer_viz.app.navigation import DEFAULT_PAGE, PAGES
 
@@ -27,6 +28,22 @@ def navigation_pages() -> list[st.Page]:
     address = st.Page(PAGES_ROOT / DEFAULT_PAGE.file, title=DEFAULT_PAGE.title, url_path=DEFAULT_PAGE.url_path,
                       visibility="hidden")
     return pages + [address]
+
+
+_SESSION_PAGES = "_navigation_pages"
+
+
+def session_pages() -> list[st.Page]:
+    """:func:`navigation_pages`, made on the session's first run and kept in its state for the later ones.
+
+    Making them resolves and checks every page's file, which need not happen on every click. Kept per
+    session, not per process: st.navigation marks the page it returns as the one allowed to run and
+    page.run() clears the mark, so two sessions running at once must not share the objects.
+    """
+    pages = st.session_state.get(_SESSION_PAGES)
+    if pages is None:
+        pages = st.session_state[_SESSION_PAGES] = navigation_pages()
+    return pages
 
 
 @st.fragment(run_every=timedelta(hours=1))
@@ -49,7 +66,7 @@ def main() -> None:
     st.set_page_config(page_title="transformer-viz", page_icon="🔎", layout="wide")
     style.page_style()
     # expanded: every page listed (Streamlit folds a list of more than 12 behind "View more" otherwise).
-    page = st.navigation(navigation_pages(), expanded=True)
+    page = st.navigation(session_pages(), expanded=True)
     with runlog.logged_run(page.title):  # a no-op unless TRANSFORMER_VIZ_RUN_LOG names a file
         frame.open_page(page.title, sidebar.sidebar())
         with st.sidebar:  # before the page, which may st.stop()

@@ -127,7 +127,8 @@ def _sentence_box(src_lang: str) -> str:
 
     st.selectbox("Example sentences", [""] + examples, key="example", on_change=use_example,
                  format_func=lambda s: s or "— pick an example —")
-    sentence = st.text_area(f"Sentence ({language_name(src_lang)})", key="sentence", max_chars=MAX_INPUT_CHARS, height=80)
+    sentence = st.text_area(f"Sentence ({language_name(src_lang)})", key="sentence", max_chars=MAX_INPUT_CHARS,
+                            height=80)
     if len(sentence) > MAX_INPUT_CHARS:  # max_chars is enforced by the browser only
         st.warning(f"The text was cut to its first {MAX_INPUT_CHARS} characters.")
         sentence = sentence[:MAX_INPUT_CHARS]

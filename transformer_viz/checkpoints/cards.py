@@ -6,8 +6,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from transformer_viz.models.config import ModelConfig
-from transformer_viz.vision.canvases import CANVAS_TEXT
-from transformer_viz.vision.digits import DATA_CREDIT, SPLIT_TEXT
 
 if TYPE_CHECKING:
     from transformer_viz.models.detr import DETRConfig
@@ -113,6 +111,8 @@ def model_card(cfg, meta: dict) -> str:
 
 
 def vit_card(cfg: ViTConfig, meta: dict) -> str:
+    from transformer_viz.vision.digits import DATA_CREDIT, SPLIT_TEXT
+
     training = meta.get("training", {})
     return "\n".join([
         f"# {meta.get('name', 'ViT')}", "", meta.get("description", ""), "",
@@ -135,6 +135,8 @@ def vit_card(cfg: ViTConfig, meta: dict) -> str:
 
 
 def detr_card(cfg: DETRConfig, meta: dict) -> str:
+    from transformer_viz.vision.canvases import CANVAS_TEXT
+
     training, val = meta.get("training", {}), meta.get("validation", {})
     test = meta.get("test", {})
     lines = [

@@ -27,6 +27,7 @@ APP_OPTIONS: dict[str, object] = {
     "server.maxMessageSize": 32,
     "server.runOnSave": False,
     "server.fileWatcherType": "none",
+    "runner.postScriptGC": False,
     "browser.gatherUsageStats": False,
     "client.toolbarMode": "viewer",
 }
