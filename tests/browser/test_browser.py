@@ -116,7 +116,8 @@ def wait_for_run(pg, after: int, **expect: str) -> None:
 
 
 def act_and_wait(pg, action, **expect: str) -> None:
-    """Do the action, then wait for its run; `expect` (sentence=, title=): what the page shows after it."""
+    """Do the action, then wait for its run; `expect` (sentence=, title=, step=, text=): what the page shows after
+    it, for a run too quick to be seen starting."""
     before = runs_seen(pg)
     action()
     wait_for_run(pg, before, **expect)
@@ -398,11 +399,11 @@ def test_complete_the_sentence_reruns_with_the_prompt_and_steps_through_the_toke
     assert_page_healthy(page, "Complete the sentence")
     box = page.get_by_label(re.compile(r"^Prompt"))
     box.fill("ein hund")
-    act_and_wait(page, lambda: box.press("Enter"))
+    act_and_wait(page, lambda: box.press("Enter"), text="ein hund")
     completion = page.locator('[data-testid="stText"]').first.inner_text()
     assert completion.startswith("ein hund"), completion
     assert "prompt=ein+hund" in page.url or "prompt=ein%20hund" in page.url, page.url
-    act_and_wait(page, page.get_by_role("button", name="Next ▶").click)
+    act_and_wait(page, page.get_by_role("button", name="Next ▶").click, text="Token 2 of")
     assert page.get_by_text(re.compile(r"Token 2 of \d+")).count() == 1
     assert_page_healthy(page, "Complete the sentence (step 2)")
     assert page.dialogs == []

@@ -46,9 +46,9 @@ new MutationObserver((records) => {
 # applies both in one render and the script-state attribute never changes (1 commit in 3 on a trivial
 # page). So the run also counts as done once the page shows what the action asked for: the app mirrors
 # the sentence (?s=) and the open step (?step=, from 1) into the URL, and a page switch shows the new
-# page's title.
+# page's title; any other action can name a text the page shows only after its run (text=).
 RUN_DONE_JS = """(arg) => {
-  const {after, sentence = null, title = null, step = null} = typeof arg === 'number' ? {after: arg} : arg;
+  const {after, sentence = null, title = null, step = null, text = null} = typeof arg === 'number' ? {after: arg} : arg;
   const app = document.querySelector('[data-testid="stApp"]');
   const main = document.querySelector('[data-testid="stMain"]');
   if (!app || !main) return false;
@@ -56,7 +56,8 @@ RUN_DONE_JS = """(arg) => {
   const query = new URLSearchParams(location.search);
   const shown = (sentence !== null && query.get('s') === sentence)
     || (step !== null && query.get('step') === step)
-    || (title !== null && h1 !== null && h1.textContent.trim() === title);
+    || (title !== null && h1 !== null && h1.textContent.trim() === title)
+    || (text !== null && main.innerText.includes(text));
   if (window.__stRuns <= after && !shown) return false;
   if (app.getAttribute('data-test-script-state') !== 'notRunning') return false;
   if (main.querySelector('[data-testid="stSkeleton"]')) return false;

@@ -25,14 +25,21 @@ if TYPE_CHECKING:
     from transformer_viz.engine import SentenceRun
 
 
+# One load at a time: the first model loads in a background thread (loading_in_background) while a page may
+# ask for another model in the script thread, and two threads importing transformers at once fail (its lazy
+# module replaces itself in sys.modules, so the second finds names missing instead of waiting).
+_LOAD_LOCK = threading.Lock()
+
+
 def load_listed(arch: str, name: str) -> Checkpoint:
     """A checkpoint of this model family by its listed name (never a typed path)."""
     available = list_checkpoints(arch)
     if name not in available:
         what = "" if arch == DEFAULT_ARCH else f"{architecture(arch).title} "
         raise CheckpointError(f"unknown {what}checkpoint {name!r}")
-    configure_torch_threads()
-    return load_checkpoint(available[name])
+    with _LOAD_LOCK:
+        configure_torch_threads()
+        return load_checkpoint(available[name])
 
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=8)
