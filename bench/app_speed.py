@@ -178,14 +178,15 @@ def cpu_seconds(pids: list[int]) -> float:
 
 
 def chromium_pids() -> list[int]:
+    """The Chromium processes this process started (through playwright's driver), not any other on the
+    machine: a second browser running beside the benchmark would otherwise count as this one's work."""
     pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if b"chromium" in (entry / "cmdline").read_bytes().split(b"\0")[0]:
-                    pids.append(int(entry.name))
-            except OSError:
-                continue
+    for p in process_tree([os.getpid()]):
+        try:
+            if b"chromium" in (Path(f"/proc/{p}/cmdline")).read_bytes().split(b"\0")[0]:
+                pids.append(p)
+        except OSError:
+            continue
     return pids
 
 
