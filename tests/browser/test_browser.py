@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.browser import (CHROMIUM, CHROMIUM_ARGS, COUNT_RUNS_JS, ROOT, RUN_DONE_JS, app_pages, start_server,
-                                   stop_server)
+from tests.support.browser import (CHART_CONTENT_JS, CHROMIUM, CHROMIUM_ARGS, COUNT_RUNS_JS, ROOT, RUN_DONE_JS,
+                                   app_pages, start_server, stop_server)
 
 # Generous bounds: a busy 2-core machine (training in the background) can take tens of seconds per rerun.
 WAIT_MS = int(float(os.environ.get("BROWSER_TEST_TIMEOUT_S", "120")) * 1000)
@@ -32,12 +32,6 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright pac
 
 CHART_SVGS_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] [data-testid="stPlotlyChart"]'))
   .map((c) => { const svg = c.querySelector('.js-plotly-plot svg.main-svg'); return svg ? svg.outerHTML : null; })"""
-# What a chart shows, without plotly's per-render random ids: its text, raster images (heatmaps) and paths.
-CHART_CONTENT_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot'))
-  .map((p) => [p.textContent,
-               ...Array.from(p.querySelectorAll('image')).map((i) => i.getAttribute('href')),
-               ...Array.from(p.querySelectorAll('path')).map((d) => d.getAttribute('d'))].join('|'))"""
-
 PROJECTOR = (1280, 720)
 SCREENSHOTS = ROOT / "screenshots-tmp" / "projector"  # git-ignored; each run replaces its files
 FIRST_SENTENCE = "zwei kinder sitzen am strand ."
@@ -111,13 +105,13 @@ def runs_seen(pg) -> int:
     return pg.evaluate("window.__stRuns")
 
 
-def wait_for_run(pg, after: int, **expect: str) -> None:
+def wait_for_run(pg, after: int, **expect) -> None:
     pg.wait_for_function(RUN_DONE_JS, arg={"after": after, **expect}, polling=100, timeout=WAIT_MS)
 
 
-def act_and_wait(pg, action, **expect: str) -> None:
-    """Do the action, then wait for its run; `expect` (sentence=, title=, step=, text=): what the page shows after
-    it, for a run too quick to be seen starting."""
+def act_and_wait(pg, action, **expect) -> None:
+    """Do the action, then wait for its run; `expect` (sentence=, title=, step=, text=, charts=): what the page
+    shows after it, for a run too quick to be seen starting."""
     before = runs_seen(pg)
     action()
     wait_for_run(pg, before, **expect)
@@ -172,12 +166,13 @@ def toggle_causal_mask(pg) -> None:
     control = pg.locator('[data-testid="stCheckbox"]', has_text=re.compile("causal", re.I))
     assert control.count() >= 1, "the Masking lab has no checkbox/toggle labelled '…causal…'"
     before = pg.evaluate(CHART_CONTENT_JS)
-    act_and_wait(pg, lambda: control.first.locator("label").first.click())
+    act_and_wait(pg, lambda: control.first.locator("label").first.click(), charts=before)
     assert assert_page_healthy(pg, "Masking lab (causal mask toggled)") > 0, "no chart after toggling the causal mask"
     after = pg.evaluate(CHART_CONTENT_JS)
     assert len(after) == len(before)
     assert sum(a != b for a, b in zip(before, after)) >= 1, "toggling the causal mask changed no chart"
-    act_and_wait(pg, lambda: control.first.locator("label").first.click())  # back to the trained setting
+    act_and_wait(pg, lambda: control.first.locator("label").first.click(), charts=after)  # back to the trained setting
+    assert pg.evaluate(CHART_CONTENT_JS) == before, "the trained setting did not come back"
     assert_page_healthy(pg, "Masking lab")
 
 

@@ -47,8 +47,17 @@ new MutationObserver((records) => {
 # page). So the run also counts as done once the page shows what the action asked for: the app mirrors
 # the sentence (?s=) and the open step (?step=, from 1) into the URL, and a page switch shows the new
 # page's title; any other action can name a text the page shows only after its run (text=).
+# An action that changes only charts can pass their content before it (charts=, from CHART_CONTENT_JS): the
+# run then also counts as done once some chart's content differs. What a chart shows, without plotly's
+# per-render random ids: its text, raster images (heatmaps) and paths.
+CHART_CONTENT_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot'))
+  .map((p) => [p.textContent,
+               ...Array.from(p.querySelectorAll('image')).map((i) => i.getAttribute('href')),
+               ...Array.from(p.querySelectorAll('path')).map((d) => d.getAttribute('d'))].join('|'))"""
 RUN_DONE_JS = """(arg) => {
-  const {after, sentence = null, title = null, step = null, text = null} = typeof arg === 'number' ? {after: arg} : arg;
+  const {after, sentence = null, title = null, step = null, text = null, charts = null} =
+    typeof arg === 'number' ? {after: arg} : arg;
+  const chartContent = """ + CHART_CONTENT_JS + """;
   const app = document.querySelector('[data-testid="stApp"]');
   const main = document.querySelector('[data-testid="stMain"]');
   if (!app || !main) return false;
@@ -57,7 +66,9 @@ RUN_DONE_JS = """(arg) => {
   const shown = (sentence !== null && query.get('s') === sentence)
     || (step !== null && query.get('step') === step)
     || (title !== null && h1 !== null && h1.textContent.trim() === title)
-    || (text !== null && main.innerText.includes(text));
+    || (text !== null && main.innerText.includes(text))
+    || (charts !== null && ((now) => now.length !== charts.length
+                                     || now.some((c, i) => c !== charts[i]))(chartContent()));
   if (window.__stRuns <= after && !shown) return false;
   if (app.getAttribute('data-test-script-state') !== 'notRunning') return false;
   if (main.querySelector('[data-testid="stSkeleton"]')) return false;
