@@ -34,10 +34,10 @@ def test_switching_heads_off_updates_the_translation(page, app_url, tiny_checkpo
     run = run_sentence(tiny_checkpoint, FIRST_SENTENCE)
     assert translation_area(page) == (run.translation or "(empty)")
     box = page.locator(".st-key-heads_off input")
-    for head in HEADS:  # every cross-attention head: the decoder no longer reads the source
+    for n_off, head in enumerate(HEADS, start=1):  # every cross-attention head: the decoder no longer reads the source
         box.click()
         page.keyboard.type(head)
-        act_and_wait(page, lambda: page.keyboard.press("Enter"))
+        act_and_wait(page, lambda: page.keyboard.press("Enter"), text=f"Translation with {n_off} head(s) off")
     page.keyboard.press("Escape")
     _, expected = translation_with_heads_off(tiny_checkpoint, run.src_ids, parse_heads(HEADS, tiny_checkpoint.config))
     page.wait_for_function("(t) => document.querySelector(\".st-key-heads_off_translation [data-testid='stText']\")"
