@@ -13,6 +13,7 @@ from tests.support.apptest import SENTENCE, chart, charts, rerun
 from tests.support.figures import array
 from transformer_viz import notebook as tv
 from transformer_viz.checkpoints import CheckpointError
+from transformer_viz.plots.payload import browser_figure
 
 
 def _plain(value):
@@ -30,14 +31,17 @@ def _plain(value):
 
 
 def _untitled(layout: dict) -> dict:
-    return {**layout, "title": {k: v for k, v in layout.get("title", {}).items() if k != "text"}}
+    # The revision is a hash of the whole figure, title included.
+    return {**{k: v for k, v in layout.items() if k != "datarevision"},
+            "title": {k: v for k, v in layout.get("title", {}).items() if k != "text"}}
 
 
 def assert_same_data(page: dict | str, fig) -> None:
-    """The page's figure (its JSON) and the notebook's have the same traces, with the same data, and the same
-    layout but for the title's text (which may name the page's choices differently)."""
+    """The page's figure (its JSON) and the notebook's, as the browser is sent it (plots.payload), have the
+    same traces, with the same data, and the same layout but for the title's text (which may name the page's
+    choices differently)."""
     page = json.loads(page) if isinstance(page, str) else page
-    mine = json.loads(fig.to_json())
+    mine = json.loads(browser_figure(fig).to_json())
     assert len(page["data"]) == len(mine["data"])
     for theirs, ours in zip(page["data"], mine["data"]):
         np.testing.assert_equal(_plain(ours), _plain(theirs))
@@ -130,6 +134,6 @@ def test_figures_by_name_and_plain_errors(run, tmp_path, checkpoint_dir):
         with pytest.raises(CheckpointError, match="not an encoder–decoder Transformer"):
             tv.load(checkpoint_dir.parent / other)
     beam_run = run.model.run(SENTENCE, beam=3)  # its own beam tree is the one a greedy run draws for K = 3
-    assert_same_data(json.loads(beam_run.beam_tree(3).to_json()), run.beam_tree(3))
+    assert_same_data(json.loads(browser_figure(beam_run.beam_tree(3)).to_json()), run.beam_tree(3))
     with pytest.raises(ValueError, match="beam=1"):
         beam_run.decoding_step(1)

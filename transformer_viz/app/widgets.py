@@ -16,13 +16,14 @@ def chart(fig, data, name: str, caption: str | None = None) -> None:
     import pandas as pd
 
     from transformer_viz.plots.common import min_width
+    from transformer_viz.plots.payload import browser_figure
 
     needed = min_width(fig)
     # The keyed container carries the figure's minimum width into the page's style (style.PAGE_CSS), rounded
     # up to 50 px.
     with st.container(key=f"wide{min(1250, -(-needed // 50) * 50)}-{name}") if needed else st.container():
-        st.plotly_chart(fig, width="stretch", key=f"chart-{name}", theme=None, config=CHART_CONFIG | {
-            "toImageButtonOptions": {"filename": name, "scale": 2}})
+        st.plotly_chart(browser_figure(fig), width="stretch", key=f"chart-{name}", theme=None,
+                        config=CHART_CONFIG | {"toImageButtonOptions": {"filename": name, "scale": 2}})
     frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
     # A callable: the CSV is built only when someone downloads it, not on every rerun.
     st.download_button("Download the data (CSV)", lambda: frame.to_csv().encode("utf-8"), file_name=f"{name}.csv",
@@ -39,8 +40,11 @@ def cached_figure(factory, *args, **kwargs):
 
 @st.cache_resource(max_entries=256, ttl=3600, show_spinner=False)
 def _cached_figure(_factory, factory_name: str, *args, **kwargs):
-    # Streamlit cannot hash a function: the "_" keeps it out of the cache key, and its name stands in.
-    return _factory(*args, **kwargs)
+    # Streamlit cannot hash a function: the "_" keeps it out of the cache key, and its name stands in. Kept
+    # as the browser gets it (plots.payload), so that this is done once per figure, not once per rerun.
+    from transformer_viz.plots.payload import browser_figure
+
+    return browser_figure(_factory(*args, **kwargs))
 
 
 def row_names(tokens: list[str]) -> list[str]:
