@@ -28,6 +28,7 @@ APP_OPTIONS: dict[str, object] = {
     "server.runOnSave": False,
     "server.fileWatcherType": "none",
     "runner.postScriptGC": False,
+    "global.minCachedMessageSize": 2000,
     "browser.gatherUsageStats": False,
     "client.toolbarMode": "viewer",
 }
