@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from transformer_viz.app import url
 from transformer_viz.app.catalogue import checkpoint_names, list_checkpoints
 from transformer_viz.checkpoints import CheckpointError, load_metadata
 from transformer_viz.checkpoints.gpt2 import HOW_TO_GET_GPT2
@@ -82,6 +83,6 @@ def controls(sidebar_sentence: str) -> Choice:
         length = st.number_input("At most n new tokens", 1, 40, key="complete_length")
         st.button("Use the sidebar's sentence as the prompt", key="complete_use_sidebar", width="stretch",
                   on_click=lambda: state.update(complete_prompt=sidebar_sentence))
-    st.query_params.update({"gpt": model, "prompt": prompt, "T": f"{temperature:g}", "k": str(top_k),
-                            "p": f"{top_p:g}", "seed": str(seed), "n": str(length)})
+    url.write(gpt=model, prompt=prompt, T=f"{temperature:g}", k=str(top_k), p=f"{top_p:g}", seed=str(seed),
+              n=str(length))
     return Choice(model, prompt, float(temperature), int(top_k), float(top_p), int(seed), int(length))

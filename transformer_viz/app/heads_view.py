@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from transformer_viz.app import loaders
+from transformer_viz.app import loaders, url
 from transformer_viz.app.sidebar import Selection
 
 # Measured by bench/heads_stats.py (README, "What does a head do?"): the lesson of step 3 over a test set.
@@ -29,10 +29,7 @@ def heads_off_choice(sel: Selection, names: list[str]) -> list[str]:
     chosen = st.multiselect("Heads to switch off (kind.layer.head: enc = encoder self-attention, dec = decoder "
                             "self-attention, cross = cross-attention)", names, key=OFF_KEY,
                             placeholder="none: every head on")
-    if chosen:
-        st.query_params[OFF_PARAM] = ",".join(chosen)
-    else:
-        st.query_params.pop(OFF_PARAM, None)
+    url.write(**{OFF_PARAM: ",".join(chosen) or None})
     return chosen
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import streamlit as st
 
 from transformer_viz.app import coldstart  # noqa: F401  # first: before any import that may bring torch
-from transformer_viz.app import frame, runlog, sidebar, style
+from transformer_viz.app import frame, runlog, sidebar, style, url
 from transformer_viz.app.navigation import DEFAULT_PAGE, PAGES
 
 # What navigation.Page.file is relative to: absolute page paths let the app start from any directory.
@@ -71,4 +71,7 @@ def main() -> None:
         frame.open_page(page.title, sidebar.sidebar())
         with st.sidebar:  # before the page, which may st.stop()
             rerun_after_reconnect()  # a session whose process died comes back on another (docs/deployment.md §4)
-        page.run()
+        try:
+            page.run()
+        finally:  # also after st.stop(): the URL keeps no step= of the page before
+            url.end_run()

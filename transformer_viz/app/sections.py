@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import streamlit as st
 
-from transformer_viz.app import loaders, widgets
+from transformer_viz.app import loaders, url, widgets
 from transformer_viz.app.sidebar import Selection
 from transformer_viz.plots.common import token_text
 from transformer_viz.plots.decoding import forced_comparison_figure
@@ -144,9 +144,9 @@ def what_if(sel: Selection, run: SentenceRun, key: str) -> None:
                args=(sel, tuple(ids[:t]) + (step.top_ids[0][c],)), width="stretch")
     if forced:
         act.button("The model's own choice", key=f"{key}_clear", on_click=_set_forced, args=(sel, ()), width="stretch")
-        st.query_params[FORCED_PARAM] = format_forced(forced)
+        url.write(**{FORCED_PARAM: format_forced(forced)})
     else:
-        st.query_params.pop(FORCED_PARAM, None)
+        url.write(**{FORCED_PARAM: None})
         return
     other = loaders.get_forced_run(sel.checkpoint, sel.sentence, forced)
     f_ids, f_tokens, f_probs = _written(other, tokenizer)

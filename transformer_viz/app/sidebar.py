@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from transformer_viz.app import loaders
+from transformer_viz.app import loaders, url
 from transformer_viz.app.about import checkpoint_info, direction_label
 from transformer_viz.app.catalogue import CHECKPOINTS_ENV, list_checkpoints
 from transformer_viz.app.examples import examples_for
@@ -162,5 +162,5 @@ def sidebar() -> Selection | None:
         sentence = _sentence_box(src_lang)
         _carry_offer(name, sentence)
     state[_LAST_CHECKPOINT] = name
-    st.query_params.update({"ckpt": name, "s": sentence, "layer": str(layer), "head": str(head)})
+    url.write(ckpt=name, s=sentence, layer=str(layer), head=str(head))
     return Selection(name, sentence, layer, head, src_lang, tgt_lang)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from transformer_viz.app import url
 from transformer_viz.app.frame import link_step
 
 
@@ -40,5 +41,5 @@ def tabs(labels: list[str], key: str) -> list:
     tabs = st.tabs(labels, key=key, on_change="rerun")
     # The open step is mirrored in the URL like the page, sentence, layer and head: a link reopens it.
     opened = state.get(key)
-    st.query_params["step"] = str(labels.index(opened) + 1 if opened in labels else 1)
+    url.write_step(labels.index(opened) + 1 if opened in labels else 1)
     return tabs

@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from transformer_viz.app import frame, loaders, sidebar, steps, widgets
+from transformer_viz.app import frame, loaders, sidebar, steps, url, widgets
 from transformer_viz.models.boxes import hungarian_match, matching_cost, set_loss
 from transformer_viz.models.detr import CLASSES
 from transformer_viz.plots.detr import (attention_on_canvas_figure, cost_matrix_figure, detections_figure,
@@ -45,7 +45,7 @@ def seed_picker() -> int:
     seed_col, button_col = st.columns([2, 1], vertical_alignment="bottom")
     seed = seed_col.number_input(f"Canvas seed (1–{MAX_SEED:,})", 1, MAX_SEED, key="detr_seed")
     button_col.button("New random canvas", on_click=new_canvas, key="detr_new", width="stretch")
-    st.query_params["seed"] = str(seed)
+    url.write(seed=str(seed))
     return int(seed)
 
 

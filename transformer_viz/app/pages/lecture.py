@@ -4,7 +4,7 @@ renders any of them: its live text, its formula, its figure and a link to the pa
 
 import streamlit as st
 
-from transformer_viz.app import about, catalogue, frame, lecture, loaders, sections, widgets
+from transformer_viz.app import about, catalogue, frame, lecture, loaders, sections, url, widgets
 from transformer_viz.app.navigation import PAGES
 from transformer_viz.app.sidebar import Selection
 
@@ -137,10 +137,8 @@ st.html(KEYS_JS, unsafe_allow_javascript=True)
 if projector:
     st.set_page_config(initial_sidebar_state="collapsed")
     st.html(PROJECTOR_CSS)
-    st.query_params["projector"] = "1"
-else:
-    st.query_params.pop("projector", None)
-st.query_params["step"] = str(step_no)
+url.write(projector="1" if projector else None)
+url.write_step(step_no)
 run = frame.require_run(sel)
 show_step(lecture.STEPS[step_no - 1], sel, run, projector)
 presets(sel, run)

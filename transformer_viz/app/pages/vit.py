@@ -4,7 +4,7 @@ head, attention rollout across the layers, and the class probabilities. Pixels c
 
 import streamlit as st
 
-from transformer_viz.app import frame, loaders, sidebar, steps, widgets
+from transformer_viz.app import frame, loaders, sidebar, steps, url, widgets
 from transformer_viz.plots.vit import (attention_overlay_figure, attention_rollout, class_probs_figure,
                                        patch_embeddings_figure, patch_grid_figure)
 
@@ -32,7 +32,7 @@ def pickers() -> tuple[int, tuple[int, ...], int, int]:
         state["vit_digit"] = sidebar.query_index("digit", n_test)
     digit_col, occlude_col, layer_col, head_col = st.columns([1, 2, 1, 1])
     index = digit_col.number_input(f"Held-out digit (0–{n_test - 1})", 0, n_test - 1, key="vit_digit")
-    st.query_params["digit"] = str(index)
+    url.write(digit=str(index))
     occluded = occlude_col.multiselect("Blank patches (set their pixels to 0)", list(range(1, P + 1)),
                                        key="vit_occlude", help="Patch numbers as on the patch grid.")
     layer = layer_col.selectbox("ViT layer", list(range(cfg.N)), index=cfg.N - 1, key="vit_layer")
