@@ -159,15 +159,6 @@ def get_run(name: str, sentence: str, beam_size: int = 1, causal: bool = True) -
     return run_sentence(get_checkpoint(name), sentence, beam_size=beam_size, causal=causal)
 
 
-@st.cache_resource(show_spinner="Beam search…", max_entries=64, ttl=3600)
-def get_beam_run(name: str, sentence: str, beam_size: int) -> SentenceRun:
-    """Beam search's translation of the sentence (its tokens, scores and tree), without the traced forward
-    pass over it: the pages that show a beam run never show its tensors. Shared like get_run."""
-    from transformer_viz.engine import run_sentence
-
-    return run_sentence(get_checkpoint(name), sentence, beam_size=beam_size, trace=False)
-
-
 @st.cache_resource(show_spinner="Decoding from the forced word…", max_entries=64, ttl=3600)
 def get_forced_run(name: str, sentence: str, forced: tuple[int, ...]) -> SentenceRun:
     """Greedy decoding of the sentence whose translation starts with ``forced`` (token IDs), the model's own

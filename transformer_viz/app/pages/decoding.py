@@ -90,7 +90,7 @@ if beam_tab.open:
              f"</s>). The sums shown below are the unnormalised ones.")
             + (f" The checkpoint's optional repetition guard is on: no unit of up to three subwords may occur more "
                f"than {ckpt.generation.max_loop_repeats} times in a row." if ckpt.generation.max_loop_repeats else ""))
-        beam_run = loaders.get_beam_run(sel.checkpoint, sel.sentence, K)
+        beam_run = loaders.get_run(sel.checkpoint, sel.sentence, K)
         left, right = st.columns(2)
         with left:
             widgets.show_user_text("Greedy (K = 1)", run.translation or "(empty)")

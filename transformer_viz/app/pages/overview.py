@@ -48,7 +48,7 @@ if run is None:  # the input was refused (the message is shown): no figure, whet
     figure_slot.empty()
     st.stop()
 
-best = loaders.get_beam_run(sel.checkpoint, sel.sentence, decoding.num_beams) if decoding.num_beams > 1 else run
+best = loaders.get_run(sel.checkpoint, sel.sentence, decoding.num_beams) if decoding.num_beams > 1 else run
 with source_col:
     widgets.show_user_text(f"Source ({sel.src_name})", run.source_text)
 with translation_col:
