@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from transformer_viz.app import loaders, url
+from transformer_viz.app import loaders
 from transformer_viz.app.about import direction_label, language_stats, reverse_checkpoint
 from transformer_viz.app.sidebar import MAX_INPUT_CHARS, Selection, swap_direction
 from transformer_viz.app.widgets import escape_markdown
@@ -42,7 +42,6 @@ def open_page(title: str, selection: Selection | None) -> None:
     st.session_state[_OPEN_PAGE] = OpenPage(title, selection)
     if _URL_STEP not in st.session_state:  # the session's first run: the link's open step, for this page only
         st.session_state[_URL_STEP] = (title, st.query_params.get("step"))
-    url.begin_run()  # a page with steps writes its open step; the router removes it after one without
     st.session_state[_NOTES_SLOT] = None  # page_header makes this run's place for the input notes
 
 

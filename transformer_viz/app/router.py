@@ -71,6 +71,7 @@ def main() -> None:
         frame.open_page(page.title, sidebar.sidebar())
         with st.sidebar:  # before the page, which may st.stop()
             rerun_after_reconnect()  # a session whose process died comes back on another (docs/deployment.md §4)
+        url.begin_run()  # a page with steps writes its open step (steps.tabs)
         try:
             page.run()
         finally:  # also after st.stop(): the URL keeps no step= of the page before

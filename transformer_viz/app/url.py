@@ -15,8 +15,8 @@ _STEP_WRITTEN = "_url_step_written"  # whether this run's page wrote its open st
 
 
 def write(**values: str | None) -> None:
-    """Set these query parameters (None removes one): one message to the browser for those that change, and
-    none when the URL already says so."""
+    """Set these query parameters (None removes one): one message to the browser for the values that change,
+    one for each parameter removed, and none when the URL already says so."""
     params = st.query_params
     for key in [k for k, v in values.items() if v is None and k in params]:
         del params[key]
