@@ -9,6 +9,11 @@ are busy with other things, where every latency is inflated. Measured from /proc
 the browsers' CPU (the Chromium this script starts, apart from the server's), nginx's, and the server's
 again as a cross-check. The latencies are reported too, but only describe this machine under this load.
 
+Before the window, with every session open and nobody typing, the processes' idle cost per second is
+measured (--idle-seconds): the server's own timers, paid whatever the load. At this benchmark's few
+sentences per second it is a noticeable part of each one's cost; at a lecture hall's rate it is not, so
+the cost per sentence beyond it is reported too.
+
     .venv/bin/python bench/proxy_capacity.py --sessions 10 --interval 20 --minutes 4
 
 Prints a JSON summary on stdout (progress on stderr). Talks only to 127.0.0.1.
@@ -80,6 +85,11 @@ async def measure(args, url: str, server_pids: list[int], nginx_pid: int, run_lo
         # The browser: playwright's driver and the Chromium it started, all children of this process but
         # for the servers and nginx.
         browser_roots = [p for p in children(os.getpid()) if p not in server_pids + [nginx_pid]]
+        # What the processes cost while every session has its page and nobody types: the server's own
+        # timers (the event loop's ticks, websocket pings), paid per second, whatever the load.
+        idle0, idle_t0 = tree_cpu_seconds(server_pids), time.perf_counter()
+        await asyncio.sleep(args.idle_seconds)
+        idle_cpu_per_s = (tree_cpu_seconds(server_pids) - idle0) / (time.perf_counter() - idle_t0)
         servers0, browser0, nginx0 = (tree_cpu_seconds(server_pids), tree_cpu_seconds(browser_roots),
                                       tree_cpu_seconds([nginx_pid]))
         t0, wall0 = time.perf_counter(), time.time()
@@ -105,6 +115,11 @@ async def measure(args, url: str, server_pids: list[int], nginx_pid: int, run_lo
         "server_cpu_s_per_sentence_run_log": round(
             sum(v["cpu_s_per_run"] * v["runs"] for v in per_process.values()) / max(1, total_runs), 3),
         "server_cpu_s_per_sentence_proc": round((servers1 - servers0) / max(1, sentences), 3),
+        # Both processes together, while idle; and per sentence once that idle cost is taken out, which at a
+        # lecture hall's rate of sentences is what each one adds.
+        "server_idle_cpu_s_per_s": round(idle_cpu_per_s, 4),
+        "server_cpu_s_per_sentence_beyond_idle": round(
+            (servers1 - servers0 - idle_cpu_per_s * elapsed) / max(1, sentences), 3),
         "browser_cpu_s_per_sentence": round((browser1 - browser0) / max(1, sentences), 3),
         "nginx_cpu_s_per_sentence": round((nginx1 - nginx0) / max(1, sentences), 4),
         "per_process": per_process,
@@ -119,6 +134,8 @@ def main() -> None:
     parser.add_argument("--interval", type=float, default=20, help="seconds between a session's sentences (±30 %%)")
     parser.add_argument("--minutes", type=float, default=4, help="the measured window")
     parser.add_argument("--ramp", type=float, default=30, help="seconds over which the sessions arrive (not measured)")
+    parser.add_argument("--idle-seconds", type=float, default=20,
+                        help="seconds measured before the window, every session open and idle")
     parser.add_argument("--pages", help="only these pages, by url_path, comma-separated (default: all)")
     parser.add_argument("--checkpoints", type=Path, default=ROOT / "checkpoints", help="the checkpoint root")
     parser.add_argument("--timeout", type=float, default=120, help="bound on every single wait, in seconds")
