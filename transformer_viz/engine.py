@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 import torch.nn.functional as F
@@ -94,6 +94,14 @@ def run_sentence(ckpt: Checkpoint, text: str, beam_size: int = 1, trace: bool = 
         config=cfg,
         messages=encoded.messages(),
     )
+
+
+def retraced(ckpt: Checkpoint, run: SentenceRun, causal: bool = True) -> SentenceRun:
+    """``run`` with its trace taken again over the same source and translation, with or without the decoder's
+    causal mask: what ``run_sentence(ckpt, text, causal=causal)`` returns, without decoding a second time.
+    Decoding does not depend on the mask (it writes one token at a time, so there is no future to hide);
+    only the teacher-forced pass over the translation does."""
+    return replace(run, trace=traced_forward(ckpt.model, run.src_ids, run.tgt_ids, causal))
 
 
 EXAMPLE_SENTENCE = "Ein Mann fährt mit dem Fahrrad durch die Stadt."

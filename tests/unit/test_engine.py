@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from transformer_viz.engine import (batch_differences, batch_trace, run_sentence, teacher_forced_logits,
+from transformer_viz.engine import (batch_differences, batch_trace, retraced, run_sentence, teacher_forced_logits,
                                     teacher_forcing_losses, traced_forward)
 from transformer_viz.text.tokenizer import BOS, EOS, PAD
 
@@ -19,6 +19,22 @@ def test_encoder_trace_layernorm_stats_match_the_model(tiny_checkpoint):
     residual = run.trace["encoder.0.norm1.residual"][0]
     expected = (residual - mean[:, None]) / torch.sqrt(var[:, None] + norm.eps) * norm.weight + norm.bias
     torch.testing.assert_close(run.trace["encoder.0.norm1.out"][0], expected.detach(), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_a_run_retraced_without_the_causal_mask_is_the_run_without_it(tiny_checkpoint, beam_size):
+    sentence = "zwei kinder sitzen am strand mit einem ball ."
+    run = run_sentence(tiny_checkpoint, sentence, beam_size=beam_size)
+    expected = run_sentence(tiny_checkpoint, sentence, beam_size=beam_size, causal=False)
+    got = retraced(tiny_checkpoint, run, causal=False)
+    assert (got.tgt_ids, got.translation, got.decoding) == (expected.tgt_ids, expected.translation, expected.decoding)
+    assert got.trace.names() == expected.trace.names()
+    for name in expected.trace:
+        torch.testing.assert_close(got.trace[name], expected.trace[name], rtol=0, atol=0)
+    # Without the mask, a decoder query sees later positions: the weights differ from the run's own.
+    assert not torch.equal(got.trace["decoder.0.self_attn.weights"], run.trace["decoder.0.self_attn.weights"])
+    assert run.trace is not got.trace and retraced(tiny_checkpoint, got).trace["decoder.0.self_attn.weights"].equal(
+        run.trace["decoder.0.self_attn.weights"])
 
 
 def test_traced_heads_are_the_weights_times_the_values(sentence_trace):

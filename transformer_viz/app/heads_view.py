@@ -8,6 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from transformer_viz.app import loaders, url
+from transformer_viz.app.shared import shared_resource
 from transformer_viz.app.sidebar import Selection
 
 # Measured by bench/heads_stats.py (README, "What does a head do?"): the lesson of step 3 over a test set.
@@ -47,7 +48,7 @@ def heads_numbers(checkpoint: str, sentence: str, heads_off: tuple[str, ...]):
     return numbers, off
 
 
-@st.cache_resource(show_spinner="Reading each layer's guess…", max_entries=64, ttl=3600)
+@shared_resource(show_spinner="Reading each layer's guess…", max_entries=64, ttl=3600)
 def lens(checkpoint: str, sentence: str, final_norm: bool = True) -> dict:
     """The logit lens of the sentence's run (one row, every head on); ``final_norm=False``: a Pre-LN model's
     lens without its final LayerNorm (what borrowing it changes)."""

@@ -12,6 +12,7 @@ import streamlit as st
 
 from transformer_viz.app import coldstart
 from transformer_viz.app.catalogue import checkpoint_names, list_checkpoints
+from transformer_viz.app.shared import shared_resource
 from transformer_viz.app.threads import configure_torch_threads
 from transformer_viz.app.widgets import escape_markdown
 from transformer_viz.checkpoints import Checkpoint, CheckpointError, load_checkpoint
@@ -145,8 +146,9 @@ def page_model(arch: str, missing: str) -> tuple[str, Checkpoint]:
 
 # A trace of a typical sentence (~15 tokens, small model) is a few MB, dominated by logits and probs
 # (T × V each); a 250-token input can reach ~100 MB. The bound and the expiry keep the cache's memory
-# predictable while a lecture hall still shares the runs of the example sentences.
-@st.cache_resource(show_spinner="Running the model…", max_entries=32, ttl=3600)
+# predictable while a lecture hall still shares the runs of the example sentences. get_run(a, b) is the same
+# entry as get_run(a, b, 1, True) (app/shared.py).
+@shared_resource(show_spinner="Running the model…", max_entries=32, ttl=3600)
 def get_run(name: str, sentence: str, beam_size: int = 1, causal: bool = True) -> SentenceRun:
     """Each (checkpoint, sentence, decoding) is run once and the result is shared, read-only, by every
     session (a cache_data copy would unpickle hundreds of tensors on every rerun). The bound and the expiry
@@ -154,9 +156,11 @@ def get_run(name: str, sentence: str, beam_size: int = 1, causal: bool = True) -
 
     Concurrent sessions call the shared model at the same time: that is safe because the model is
     in eval mode, never mutated, and every call brings its own Trace and decoding caches."""
-    from transformer_viz.engine import run_sentence
+    from transformer_viz.engine import retraced, run_sentence
 
-    return run_sentence(get_checkpoint(name), sentence, beam_size=beam_size, causal=causal)
+    if not causal:  # the same translation as with the mask: only the teacher-forced pass is run again
+        return retraced(get_checkpoint(name), get_run(name, sentence, beam_size), causal=False)
+    return run_sentence(get_checkpoint(name), sentence, beam_size=beam_size)
 
 
 @st.cache_resource(show_spinner="Decoding from the forced word…", max_entries=64, ttl=3600)
@@ -184,7 +188,7 @@ def digits_split():
     return load_split()
 
 
-@st.cache_resource(show_spinner="Running the Vision Transformer…", max_entries=64, ttl=3600)
+@shared_resource(show_spinner="Running the Vision Transformer…", max_entries=64, ttl=3600)
 def get_vit_run(name: str, index: int, occluded: tuple[int, ...] = ()):
     """(image (H, W), trace) of the held-out image ``index`` with the patches ``occluded`` (0-based) set to 0,
     run once and shared read-only."""

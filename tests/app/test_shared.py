@@ -1,0 +1,42 @@
+"""app/shared.py: a cached call is one entry however its arguments are written, defaults included."""
+
+from __future__ import annotations
+
+from transformer_viz.app import loaders
+from transformer_viz.app.shared import shared_resource
+
+
+def test_a_call_with_or_without_its_defaults_is_one_entry():
+    calls = []
+
+    @shared_resource(show_spinner=False)
+    def square_plus(x: int, plus: int = 1, *, times: int = 1) -> int:
+        calls.append((x, plus, times))
+        return x * x * times + plus
+
+    assert square_plus(3) == square_plus(3, 1) == square_plus(3, plus=1) == square_plus(x=3, times=1) == 10
+    assert calls == [(3, 1, 1)]
+    assert square_plus(3, 2) == 11 and square_plus(3, times=2) == 19
+    assert calls == [(3, 1, 1), (3, 2, 1), (3, 1, 2)]
+    square_plus.clear()
+    assert square_plus(3) == 10 and len(calls) == 4
+    assert square_plus.__name__ == "square_plus"
+
+
+def test_a_sentence_is_run_once_whichever_way_the_pages_ask(checkpoint_dir, monkeypatch):
+    from transformer_viz import engine
+
+    runs = []
+    real = engine.run_sentence
+    monkeypatch.setattr(engine, "run_sentence", lambda *a, **k: runs.append(a[1:]) or real(*a, **k))
+    monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(checkpoint_dir.parent))
+    loaders.get_run.clear()
+    name = checkpoint_dir.name
+    first = loaders.get_run(name, "ein hund läuft .")
+    assert loaders.get_run(name, "ein hund läuft .", 1, True) is first
+    assert loaders.get_run(name, "ein hund läuft .", beam_size=1) is first
+    assert len(runs) == 1
+    # Without the causal mask: the same translation, traced again, not decoded again.
+    unmasked = loaders.get_run(name, "ein hund läuft .", 1, False)
+    assert unmasked.tgt_ids == first.tgt_ids and unmasked.trace is not first.trace and len(runs) == 1
+    loaders.get_run.clear()
