@@ -51,4 +51,4 @@ def test_pages_follow_the_lecture_and_students_get_the_viewer_toolbar():
     settings = tomllib.loads((Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml").read_text())
     # "viewer" hides the Deploy button; the option must be one the installed Streamlit knows
     assert settings["client"]["toolbarMode"] == "viewer"
-    assert "client.toolbarMode" in config._config_options
+    assert "client.toolbarMode" in config.get_config_options()

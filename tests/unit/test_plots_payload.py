@@ -80,3 +80,20 @@ def test_the_browser_figure_has_no_template_a_revision_and_the_same_values():
 def test_a_figure_built_the_shared_way_sends_less():
     fig = make_figure([{"type": "heatmap", "z": np.arange(6.0).reshape(2, 3)}], {}, title="t")
     assert len(pio.to_json(browser_figure(fig))) < len(pio.to_json(fig)) - 4000
+
+
+def test_a_browser_figure_keeps_its_dict_and_its_minimum_width():
+    from transformer_viz.plots.common import min_width
+    from transformer_viz.plots.layers import head_grid
+    from transformer_viz.plots.payload import BrowserFigure
+
+    rng = np.random.default_rng(1)
+    labels = [f"{i} t{i}" for i in range(6)]
+    fig = head_grid(rng.random((4, 6, 6)), labels, labels, selected=1, title="cross-attention")
+    baked = browser_figure(fig)
+    assert isinstance(baked, BrowserFigure) and browser_figure(baked) is baked
+    assert baked.min_width == min_width(fig) and baked.min_width
+    first = baked.to_dict()
+    assert baked.to_dict() is first  # made once: Streamlit reads it on every rerun that shows the figure
+    assert first == go.Figure.to_dict(baked)  # what plotly's own to_dict makes of it
+    assert "template" not in first["layout"] and first["layout"]["datarevision"]

@@ -16,13 +16,14 @@ def chart(fig, data, name: str, caption: str | None = None) -> None:
     import pandas as pd
 
     from transformer_viz.plots.common import min_width
-    from transformer_viz.plots.payload import browser_figure
+    from transformer_viz.plots.payload import BrowserFigure, browser_figure
 
-    needed = min_width(fig)
+    fig = browser_figure(fig)  # at once for a cached figure, which already is one
+    needed = fig.min_width if isinstance(fig, BrowserFigure) else min_width(fig)
     # The keyed container carries the figure's minimum width into the page's style (style.PAGE_CSS), rounded
     # up to 50 px.
     with st.container(key=f"wide{min(1250, -(-needed // 50) * 50)}-{name}") if needed else st.container():
-        st.plotly_chart(browser_figure(fig), width="stretch", key=f"chart-{name}", theme=None,
+        st.plotly_chart(fig, width="stretch", key=f"chart-{name}", theme=None,
                         config=CHART_CONFIG | {"toImageButtonOptions": {"filename": name, "scale": 2}})
     frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
     # A callable: the CSV is built only when someone downloads it, not on every rerun.

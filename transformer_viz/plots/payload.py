@@ -9,6 +9,10 @@ a template therefore drew twice for every new sentence. Written out, the templat
 attributes, equal in the copy; with a revision, the copied arrays count as unchanged; the figure draws once
 (and the template, about 3 kB of JSON per figure, is no longer sent with each).
 
+The result is a :class:`BrowserFigure`, made once per figure and then only read: Streamlit turns the
+figure it is given into a dict on every rerun that shows it (a copy of every value, about 1 ms for an
+attention map), and the page measures its minimum width; both are worked out once and kept.
+
 Written out the way plotly.js applies a template (``plot_api/plot_template.js``): a value the figure sets
 wins; ``layout.xaxis`` of the template applies to every x axis (``xaxis2``, ...), and likewise for the
 other numbered subplots; ``layout.annotationdefaults`` (and ``shapedefaults``, ...) to every item of that
@@ -23,6 +27,8 @@ import re
 
 import plotly.graph_objects as go
 import plotly.io as pio
+
+from transformer_viz.plots.common import min_width
 
 # Layout containers that come numbered (xaxis2, coloraxis3, ...): the template's unnumbered one applies to all.
 NUMBERED = ("xaxis", "yaxis", "coloraxis", "scene", "polar", "ternary", "geo", "mapbox", "map", "smith")
@@ -78,17 +84,41 @@ def apply_template(spec: dict) -> dict:
     return spec
 
 
+class BrowserFigure(go.Figure):
+    """A figure as the browser gets it, never changed once made (:func:`browser_figure`): its dict and its
+    minimum width are worked out on first use and kept. ``to_dict`` hands out that one dict: read it, never
+    change it (a cached figure is shared by every session)."""
+
+    def to_dict(self) -> dict:
+        kept = self.__dict__.get("_kept_dict")
+        if kept is None:
+            kept = self._kept_dict = super().to_dict()
+        return kept
+
+    @property
+    def min_width(self) -> int | None:
+        """:func:`~transformer_viz.plots.common.min_width` of the figure."""
+        if "_kept_min_width" not in self.__dict__:
+            self._kept_min_width = min_width(self)
+        return self._kept_min_width
+
+
 def browser_figure(fig: go.Figure) -> go.Figure:
-    """``fig`` as the browser should get it (see the module's docstring): a new figure, ``fig`` unchanged.
-    A figure without a template, or anything that is not a figure, is returned as it is."""
-    if not isinstance(fig, go.Figure) or not fig.layout.template.to_plotly_json():  # unset reads as empty
-        return fig
+    """``fig`` as the browser should get it (see the module's docstring): a new :class:`BrowserFigure`, ``fig``
+    unchanged. A browser figure, a figure without a template, or anything that is not a figure, is returned
+    as it is."""
+    if isinstance(fig, BrowserFigure) or not isinstance(fig, go.Figure) or not fig.layout.template.to_plotly_json():
+        return fig  # (an unset template reads as empty)
     # Copies of the traces and the layout (``fig`` stays as it is), arrays as arrays: Figure.to_dict would
     # encode them, and the new figure's values would no longer read as arrays.
     spec = apply_template({"data": [trace.to_plotly_json() for trace in fig.data],
                            "layout": fig.layout.to_plotly_json()})
+    # The revision names the content: a figure built again from the same values is the same figure to
+    # Streamlit (same JSON, nothing re-sent or redrawn), and one with other values is a new revision.
+    spec["layout"]["datarevision"] = hashlib.blake2b(pio.to_json(spec, validate=False).encode(),
+                                                     digest_size=8).hexdigest()
     # Unvalidated: every value came from a validated figure or template (validating again costs ~50 ms).
-    out = go.Figure(spec, _validate=False)
+    out = BrowserFigure(spec, _validate=False)
     # The constructor gave it plotly's default template; removed through the validator, which drops the
     # key (an unvalidated None would be sent as "template": null).
     out.layout._validate = True
@@ -96,7 +126,4 @@ def browser_figure(fig: go.Figure) -> go.Figure:
         out.layout.template = None
     finally:
         out.layout._validate = False
-    # The revision names the content: a figure built again from the same values is the same figure to
-    # Streamlit (same JSON, nothing re-sent or redrawn), and one with other values is a new revision.
-    out.layout.datarevision = hashlib.blake2b(pio.to_json(out, validate=False).encode(), digest_size=8).hexdigest()
     return out
