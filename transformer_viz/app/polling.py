@@ -38,7 +38,9 @@ def stop_config_file_polling() -> int:
     # collector's list of objects finds them (one pass, tens of milliseconds, on the process's first run).
     stopped = 0
     for obj in gc.get_objects():
-        if isinstance(obj, PollingPathWatcher) and Path(obj._path).resolve() in config_files:
+        # type(), not isinstance(): the latter asks some objects for their __class__, which a deprecated
+        # alias (torch.distributed.reduce_op) answers with a warning.
+        if type(obj) is PollingPathWatcher and Path(obj._path).resolve() in config_files:
             obj.close()  # its next poll sees it closed and schedules no other
             stopped += 1
     return stopped
