@@ -142,12 +142,10 @@ def what_if(sel: Selection, run: SentenceRun, key: str) -> None:
                         format_func=lambda i: f"{token_text(candidates[i])} (p = {step.top_probs[0][i]:.1%})")
     act.button("Force it", key=f"{key}_force", on_click=_set_forced,
                args=(sel, tuple(ids[:t]) + (step.top_ids[0][c],)), width="stretch")
-    if forced:
-        act.button("The model's own choice", key=f"{key}_clear", on_click=_set_forced, args=(sel, ()), width="stretch")
-        url.write(**{FORCED_PARAM: format_forced(forced)})
-    else:
-        url.write(**{FORCED_PARAM: None})
+    url.write(**{FORCED_PARAM: format_forced(forced) if forced else None})
+    if not forced:
         return
+    act.button("The model's own choice", key=f"{key}_clear", on_click=_set_forced, args=(sel, ()), width="stretch")
     other = loaders.get_forced_run(sel.checkpoint, sel.sentence, forced)
     f_ids, f_tokens, f_probs = _written(other, tokenizer)
     fork = next((i for i, (a, b) in enumerate(zip(ids, f_ids)) if a != b), len(forced) - 1)

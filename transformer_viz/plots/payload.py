@@ -117,7 +117,8 @@ def browser_figure(fig: go.Figure) -> go.Figure:
     # Streamlit (same JSON, nothing re-sent or redrawn), and one with other values is a new revision.
     spec["layout"]["datarevision"] = hashlib.blake2b(pio.to_json(spec, validate=False).encode(),
                                                      digest_size=8).hexdigest()
-    # Unvalidated: every value came from a validated figure or template (validating again costs ~50 ms).
+    # Unvalidated: every value came from a validated figure or template (validating again cost 10–13 ms for
+    # an attention map or a grid of heads).
     out = BrowserFigure(spec, _validate=False)
     # The constructor gave it plotly's default template; removed through the validator, which drops the
     # key (an unvalidated None would be sent as "template": null).
