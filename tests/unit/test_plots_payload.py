@@ -95,5 +95,25 @@ def test_a_browser_figure_keeps_its_dict_and_its_minimum_width():
     assert baked.min_width == min_width(fig) and baked.min_width
     first = baked.to_dict()
     assert baked.to_dict() is first  # made once: Streamlit reads it on every rerun that shows the figure
+    # Streamlit reads only the dict: plotly's objects for the figure are not made until something asks.
+    pio.to_json(baked, validate=False)
+    assert "_data_objs" not in baked.__dict__
     assert first == go.Figure.to_dict(baked)  # what plotly's own to_dict makes of it
+    assert "_data_objs" in baked.__dict__ and baked.to_dict() is first
     assert "template" not in first["layout"] and first["layout"]["datarevision"]
+
+
+def test_a_browser_figure_is_made_once_when_threads_ask_for_it_at_the_same_time():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from transformer_viz.plots.layers import attention_map
+
+    labels = [f"{i} t{i}" for i in range(7)]
+    values = np.random.default_rng(2).random((7, 7))
+    baked = browser_figure(attention_map(values, labels, labels))
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda _: (baked.data[-1].z, baked.layout.datarevision), range(32)))
+    for z, revision in got:
+        np.testing.assert_array_equal(z, values)
+        assert revision == baked.to_dict()["layout"]["datarevision"]
+    assert not hasattr(baked, "no_such_attribute")

@@ -21,12 +21,16 @@ list; and the i-th trace of a type takes the template's ``data[type][i mod n]``.
 
 from __future__ import annotations
 
+import base64
 import copy
 import hashlib
 import re
+import threading
 
+import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
+from _plotly_utils.utils import convert_to_base64
 
 from transformer_viz.plots.common import min_width
 
@@ -86,21 +90,71 @@ def apply_template(spec: dict) -> dict:
 
 class BrowserFigure(go.Figure):
     """A figure as the browser gets it, never changed once made (:func:`browser_figure`): its dict and its
-    minimum width are worked out on first use and kept. ``to_dict`` hands out that one dict: read it, never
-    change it (a cached figure is shared by every session)."""
+    minimum width, worked out once and kept. ``to_dict`` hands out that one dict: read it, never change it (a
+    cached figure is shared by every session).
+
+    Streamlit reads only the dict, so plotly's objects for the figure (``data``, ``layout``, ...; about 2 ms
+    to make for an attention map, and as long again for their first ``to_dict``) are made only when something
+    else asks for them, from that same dict."""
+
+    def __init__(self, spec: dict, min_width: int | None = None):  # noqa: D107  (go.Figure's, made later)
+        self.__dict__.update(_kept_dict=spec, _kept_min_width=min_width)
+
+    def __getattr__(self, name: str):
+        # Reached only for what the instance lacks: plotly's own state, until the first access makes it.
+        if name.startswith("__") or "_kept_dict" not in self.__dict__:
+            raise AttributeError(name)
+        with _MAKING:  # re-entrant: plotly reads attributes of the figure while it makes them
+            made = self.__dict__.get("_made")
+            if made is None:
+                self.__dict__["_made"] = False  # being made: what plotly looks for meanwhile is not there yet
+                try:
+                    _build(self, self._kept_dict)
+                except BaseException:
+                    self.__dict__["_made"] = None
+                    raise
+                self.__dict__["_made"] = True
+            elif not made:  # only the thread making them gets here: it holds the lock
+                raise AttributeError(name)
+        return object.__getattribute__(self, name)
 
     def to_dict(self) -> dict:
-        kept = self.__dict__.get("_kept_dict")
-        if kept is None:
-            kept = self._kept_dict = super().to_dict()
-        return kept
+        return self._kept_dict
 
     @property
     def min_width(self) -> int | None:
         """:func:`~transformer_viz.plots.common.min_width` of the figure."""
-        if "_kept_min_width" not in self.__dict__:
-            self._kept_min_width = min_width(self)
         return self._kept_min_width
+
+
+_MAKING = threading.RLock()
+
+
+def _build(fig: BrowserFigure, spec: dict) -> None:
+    """Makes plotly's objects of ``fig`` from ``spec``: unvalidated, since every value came from a validated
+    figure or template."""
+    go.Figure.__init__(fig, _numpy_arrays(spec), _validate=False)
+    # The constructor gave it plotly's default template; removed through the validator, which drops the
+    # key (an unvalidated None would be sent as "template": null).
+    fig.layout._validate = True
+    try:
+        fig.layout.template = None
+    finally:
+        fig.layout._validate = False
+
+
+def _numpy_arrays(value):
+    """A copy of ``value`` with plotly.js typed arrays (``{"dtype", "bdata"[, "shape"]}``) read back into numpy
+    arrays, the values plotly's own figures hold."""
+    if isinstance(value, dict):
+        if set(value) in ({"dtype", "bdata"}, {"dtype", "bdata", "shape"}):
+            array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+            shape = value.get("shape")
+            return array.reshape([int(n) for n in shape.split(",") if n.strip()]) if shape else array
+        return {key: _numpy_arrays(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_numpy_arrays(item) for item in value]
+    return value
 
 
 def browser_figure(fig: go.Figure) -> go.Figure:
@@ -109,22 +163,38 @@ def browser_figure(fig: go.Figure) -> go.Figure:
     as it is."""
     if isinstance(fig, BrowserFigure) or not isinstance(fig, go.Figure) or not fig.layout.template.to_plotly_json():
         return fig  # (an unset template reads as empty)
-    # Copies of the traces and the layout (``fig`` stays as it is), arrays as arrays: Figure.to_dict would
-    # encode them, and the new figure's values would no longer read as arrays.
+    # Copies of the traces and the layout: ``fig`` stays as it is.
     spec = apply_template({"data": [trace.to_plotly_json() for trace in fig.data],
                            "layout": fig.layout.to_plotly_json()})
-    # The revision names the content: a figure built again from the same values is the same figure to
-    # Streamlit (same JSON, nothing re-sent or redrawn), and one with other values is a new revision.
+    convert_to_base64(spec)  # numeric arrays as typed arrays (base64), as plotly's own to_dict sends them
+    return BrowserFigure(_with_revision(spec), min_width(fig))
+
+
+def _with_revision(spec: dict) -> dict:
+    """``spec`` with a ``layout.datarevision`` that names its content: a figure built again from the same values
+    is the same figure to Streamlit (same JSON, nothing re-sent or redrawn), and one with other values is a new
+    revision."""
+    spec["layout"].pop("datarevision", None)
     spec["layout"]["datarevision"] = hashlib.blake2b(pio.to_json(spec, validate=False).encode(),
                                                      digest_size=8).hexdigest()
-    # Unvalidated: every value came from a validated figure or template (validating again cost 10–13 ms for
-    # an attention map or a grid of heads).
-    out = BrowserFigure(spec, _validate=False)
-    # The constructor gave it plotly's default template; removed through the validator, which drops the
-    # key (an unvalidated None would be sent as "template": null).
-    out.layout._validate = True
-    try:
-        out.layout.template = None
-    finally:
-        out.layout._validate = False
-    return out
+    return spec
+
+
+def _replaced(value, replacements: dict[str, str]):
+    """A copy of ``value`` (dicts, lists, strings) with every key of ``replacements`` replaced in its strings."""
+    if isinstance(value, str):
+        for old, new in replacements.items():
+            value = value.replace(old, new)
+        return value
+    if isinstance(value, dict):
+        return {key: _replaced(item, replacements) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_replaced(item, replacements) for item in value]
+    return value
+
+
+def with_text_replaced(fig: BrowserFigure, replacements: dict[str, str]) -> BrowserFigure:
+    """A browser figure made from ``fig`` by replacing text in its strings, with its own data revision: for a
+    figure whose layout does not depend on some of its text (the shapes written in the architecture's boxes),
+    built once with placeholders and then filled in, much faster than building it again."""
+    return BrowserFigure(_with_revision(_replaced(fig.to_dict(), replacements)), fig.min_width)
