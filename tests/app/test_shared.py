@@ -40,3 +40,18 @@ def test_a_sentence_is_run_once_whichever_way_the_pages_ask(checkpoint_dir, monk
     unmasked = loaders.get_run(name, "ein hund läuft .", 1, False)
     assert unmasked.tgt_ids == first.tgt_ids and unmasked.trace is not first.trace and len(runs) == 1
     loaders.get_run.clear()
+
+
+def test_a_beam_run_is_decoded_but_not_traced(checkpoint_dir, monkeypatch):
+    from transformer_viz import engine
+
+    monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(checkpoint_dir.parent))
+    loaders.get_run.clear()
+    name = checkpoint_dir.name
+    beam = loaders.get_run(name, "ein hund läuft .", 3)
+    reference = engine.run_sentence(loaders.get_checkpoint(name), "ein hund läuft .", beam_size=3)
+    assert beam.trace is None and reference.trace is not None
+    assert (beam.tgt_ids, beam.translation, beam.decoding.scores) == (reference.tgt_ids, reference.translation,
+                                                                      reference.decoding.scores)
+    assert loaders.get_run(name, "ein hund läuft .").trace is not None  # greedy runs keep theirs
+    loaders.get_run.clear()

@@ -60,3 +60,19 @@ def test_text_fits_counts_markup_entities_and_bold():
     wide = Box(0, 0, 10, 60, "#fff", ["a line of about thirty letters"])
     assert not text_fits(wide, 760) and text_fits(wide, 4000)
     assert not text_fits(Box(0, 0, 100, 20, "#fff", ["two", "lines"]), 760)  # too low for two lines
+
+
+@pytest.mark.parametrize("S, T", [(12, 14), (3, 104), ("S", "T")])
+def test_the_architecture_filled_in_is_the_figure_built_for_the_sentence(S, T):
+    # The Overview's figure for each new sentence: built once per model with placeholders for S and T, then
+    # filled in. The browser must get exactly the JSON of the figure built for S and T.
+    import plotly.io as pio
+
+    from transformer_viz.plots.architecture import architecture_browser_figure
+    from transformer_viz.plots.payload import browser_figure
+
+    built = browser_figure(architecture_figure(3, 256, 8, 1024, 8000, S, T))
+    filled = architecture_browser_figure(3, 256, 8, 1024, 8000, S, T)
+    assert pio.to_json(filled, validate=False) == pio.to_json(built, validate=False)
+    assert filled.min_width == built.min_width == 800
+    assert "\ue000" not in pio.to_json(filled) and "\ue001" not in pio.to_json(filled)

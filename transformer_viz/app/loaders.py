@@ -154,13 +154,17 @@ def get_run(name: str, sentence: str, beam_size: int = 1, causal: bool = True) -
     session (a cache_data copy would unpickle hundreds of tensors on every rerun). The bound and the expiry
     keep memory predictable: a typical trace is a few MB, a 250-token one up to ~100 MB.
 
+    A beam run (``beam_size`` > 1) has no trace: the pages that show one (the Overview's translation, the
+    Decoding page's tree and scores) show none of its tensors, and the traced pass over it was one more model
+    pass per new sentence.
+
     Concurrent sessions call the shared model at the same time: that is safe because the model is
     in eval mode, never mutated, and every call brings its own Trace and decoding caches."""
     from transformer_viz.engine import retraced, run_sentence
 
     if not causal:  # the same translation as with the mask: only the teacher-forced pass is run again
         return retraced(get_checkpoint(name), get_run(name, sentence, beam_size), causal=False)
-    return run_sentence(get_checkpoint(name), sentence, beam_size=beam_size)
+    return run_sentence(get_checkpoint(name), sentence, beam_size=beam_size, trace=beam_size <= 1)
 
 
 @st.cache_resource(show_spinner="Decoding from the forced word…", max_entries=64, ttl=3600)

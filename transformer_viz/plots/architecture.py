@@ -4,10 +4,13 @@ layers → linear → softmax. Every sublayer sits inside a residual connection 
 
 from __future__ import annotations
 
+import functools
+
 import plotly.graph_objects as go
 
 from transformer_viz.plots.blocks import FRAME_TOP, GAP, Diagram, stack
 from transformer_viz.plots.common import ADD_NORM_FILL, DECODER_FILL, EMBEDDING_FILL, ENCODER_FILL, OUTPUT_FILL
+from transformer_viz.plots.payload import BrowserFigure, browser_figure, with_text_replaced
 
 # x from 0 to 100: each column's boxes, the frame around its layer, and its residual paths (on the outer
 # side, as in the paper: the encoder's on the left, the decoder's on the right, clear of the memory's path).
@@ -71,3 +74,22 @@ def architecture_figure(N: int, d_model: int, h: int, d_ff: int, vocab_size: int
     diagram.flow(decoder[-1], output[0])
     diagram.connector(memory, decoder[2], MEMORY_X, "K, V")
     return diagram.figure(f"Encoder (left) and decoder (right), each layer repeated N = {N} times")
+
+
+# Stand-ins for S and T while the figure is built: characters of Unicode's private use area, which no other
+# text of the figure holds.
+_S, _T = "\ue000", "\ue001"
+
+
+@functools.lru_cache(maxsize=16)
+def _architecture_with_placeholders(N: int, d_model: int, h: int, d_ff: int, vocab_size: int) -> BrowserFigure:
+    return browser_figure(architecture_figure(N, d_model, h, d_ff, vocab_size, _S, _T))
+
+
+def architecture_browser_figure(N: int, d_model: int, h: int, d_ff: int, vocab_size: int, S: int | str,
+                                T: int | str) -> BrowserFigure:
+    """``browser_figure(architecture_figure(...))``, the same JSON, made in about a millisecond: S and T appear
+    only in the boxes' text, so the diagram is built once per model with placeholders for them (tens of ms)
+    and each sentence's S and T are written into its text."""
+    return with_text_replaced(_architecture_with_placeholders(N, d_model, h, d_ff, vocab_size),
+                              {_S: str(S), _T: str(T)})

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from transformer_viz.app import about, examples, frame, loaders, widgets
-from transformer_viz.plots.architecture import architecture_figure
+from transformer_viz.plots.architecture import architecture_browser_figure
 from transformer_viz.plots.blocks import DIAGRAM_CAPTION
 from transformer_viz.text.tokenizer import clean_text
 
@@ -32,7 +32,7 @@ st.markdown(about.training_data_line(metadata) + " [Model card](#model-card)")
 decoding = about.generation_defaults(sel.checkpoint)
 translation_label = f"Translation ({sel.tgt_name}, {decoding.describe()}: this model's default)"
 if not loaders.model_loaded(sel.checkpoint):
-    figure_slot.plotly_chart(widgets.cached_figure(architecture_figure, N=cfg.N, d_model=cfg.d_model, h=cfg.h,
+    figure_slot.plotly_chart(widgets.cached_figure(architecture_browser_figure, N=cfg.N, d_model=cfg.d_model, h=cfg.h,
                                                    d_ff=cfg.d_ff, vocab_size=cfg.vocab_size, S="S", T="T"),
                              width="stretch", key="architecture-symbolic", theme=None, config=widgets.CHART_CONFIG)
     if loaders.loading_in_background(sel.checkpoint):  # a fresh server: this run ends without the model
@@ -61,7 +61,7 @@ if note:
 S, T = len(run.src_ids), len(run.tgt_ids)
 formula_slot.latex(r"\text{Transformer}: (B, S) = (1, %d)\ \text{source IDs} \;\to\; (B, T, V) = (1, %d, %d)\ "
                    r"\text{logits}" % (S, T, cfg.vocab_size))
-fig = widgets.cached_figure(architecture_figure, N=cfg.N, d_model=cfg.d_model, h=cfg.h, d_ff=cfg.d_ff,
+fig = widgets.cached_figure(architecture_browser_figure, N=cfg.N, d_model=cfg.d_model, h=cfg.h, d_ff=cfg.d_ff,
                             vocab_size=cfg.vocab_size, S=S, T=T)
 with figure_slot.container():
     widgets.chart(fig, {"component": ["source", "target", "d_model", "h", "d_k", "d_ff", "N", "V"],
