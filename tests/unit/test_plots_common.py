@@ -132,3 +132,28 @@ def test_importing_the_plots_leaves_plotly_as_it_was_and_each_figure_carries_the
     for fig in (make_figure([], {}), heatmap(np.zeros((2, 2))), mask_figure(np.eye(2, dtype=bool), [0, 1], [0, 1])):
         assert fig.layout.template == TEMPLATE
         assert fig.layout.template.layout.font.color == TEXT_COLOUR and fig.layout.template.layout.dragmode is False
+
+
+def test_make_figure_is_one_validated_construction_equal_to_the_shared_look_applied_after():
+    # make_figure merges the shared look into the layout dict before the figure is validated, once; it must
+    # equal the figure made first and given the look with base_layout's updates.
+    import json
+
+    import plotly.graph_objects as go
+
+    from transformer_viz.plots.common import base_layout
+
+    data = [{"type": "heatmap", "z": np.arange(6.0).reshape(2, 3), "x": ["a", "b", "c"], "y": ["p", "q"]}]
+    layouts = [{}, {"title": {"text": "the layout's own", "font": {"size": 30}}, "font": {"color": "#123456"},
+                    "margin": {"pad": 4, "l": 99}, "height": 500, "xaxis": {"title": {"text": "key"}}}]
+    for layout in layouts:
+        for title, height, panel_titles in [(None, None, False), ("a title", 300, False), ("t", None, True),
+                                            (None, 250, True)]:
+            made = make_figure(data, layout, title, height, panel_titles)
+            reference = base_layout(go.Figure({"data": data, "layout": layout}), title, height)
+            if panel_titles:
+                reference.layout.margin.t = 75 if title else 35
+            expected = json.loads(reference.to_json())
+            if expected["layout"].get("title") == {}:  # the update leaves an empty title: drawn as none
+                del expected["layout"]["title"]
+            assert json.loads(made.to_json()) == expected, (layout, title, height, panel_titles)

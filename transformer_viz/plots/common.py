@@ -132,12 +132,20 @@ def base_layout(fig: go.Figure, title: str | None = None, height: int | None = N
 
 def make_figure(data: list[dict], layout: dict, title: str | None = None, height: int | None = None,
                 panel_titles: bool = False) -> go.Figure:
-    """One validated construction from plain dicts, then the shared look: much cheaper than building
-    a figure up with many ``update_*``/``add_*`` calls, each of which re-validates."""
-    fig = base_layout(go.Figure({"data": data, "layout": layout}), title, height)
+    """One validated construction from plain dicts, the shared look (:func:`base_layout`'s) included: much
+    cheaper than building a figure up with ``update_*``/``add_*`` calls, each of which validates again."""
+    # What base_layout's update_layout would set, merged into the dict as that update merges it: the title
+    # replaced (none for None, where the update leaves an empty one: drawn alike), the font and the margin
+    # updated key by key.
+    layout = {**layout, "title": title, "font": {**layout.get("font", {}), **FONT},
+              "margin": {**layout.get("margin", {}), "l": 10, "r": 10, "t": 50 if title else 20, "b": 10}}
+    if title is None:
+        del layout["title"]
+    if height:
+        layout["height"] = height
     if panel_titles:  # they sit above their panels: leave room under the figure title
-        fig.layout.margin.t = 75 if title else 35
-    return fig
+        layout["margin"]["t"] = 75 if title else 35
+    return with_template(go.Figure({"data": data, "layout": layout}))
 
 
 MASKED_WEIGHT = "masked: weight exactly 0"  # the hover of a masked cell in a figure of weights
