@@ -97,7 +97,8 @@ class BrowserFigure(go.Figure):
     to make for an attention map, and as long again for their first ``to_dict``) are made only when something
     else asks for them, from that same dict."""
 
-    def __init__(self, spec: dict, min_width: int | None = None):  # noqa: D107  (go.Figure's, made later)
+    def __init__(self, spec: dict, min_width: int | None = None):
+        # go.Figure.__init__ is what makes plotly's objects: called by __getattr__, on the first access to them.
         self.__dict__.update(_kept_dict=spec, _kept_min_width=min_width)
 
     def __getattr__(self, name: str):
