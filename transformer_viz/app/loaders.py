@@ -23,6 +23,7 @@ from transformer_viz.models.registry import DEFAULT_ARCH, architecture
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
+    from transformer_viz.core.trace import Trace
     from transformer_viz.engine import SentenceRun
 
 
@@ -176,12 +177,21 @@ def get_forced_run(name: str, sentence: str, forced: tuple[int, ...]) -> Sentenc
     return run_sentence(get_checkpoint(name), sentence, trace=False, forced_prefix=list(forced))
 
 
-@st.cache_resource(show_spinner="Running the recurrent model…", max_entries=32, ttl=3600)
-def get_rnn_run(name: str, sentence: str) -> SentenceRun:
-    """A recurrent model's greedy translation of the sentence with its trace, run once and shared read-only."""
-    from transformer_viz.engine import run_sentence
+@shared_resource(show_spinner="Running the recurrent model…", max_entries=32, ttl=3600)
+def get_rnn_run(name: str, sentence: str, traced: bool = False) -> SentenceRun:
+    """A recurrent model's greedy translation of the sentence, run once and shared read-only; ``traced``: with
+    its trace, the teacher-forced pass over that translation (about as long again as decoding it), taken only
+    for the page's steps that show one."""
+    from transformer_viz.engine import retraced, run_sentence
 
-    return run_sentence(get_model("rnn", name), sentence, top_k=5)
+    if traced:
+        return retraced(get_model("rnn", name), get_rnn_run(name, sentence))
+    return run_sentence(get_model("rnn", name), sentence, top_k=5, trace=False)
+
+
+def rnn_trace(name: str, sentence: str) -> Trace:
+    """The trace of the recurrent model's run of the sentence (:func:`get_rnn_run`), for a step that shows it."""
+    return get_rnn_run(name, sentence, traced=True).trace
 
 
 @st.cache_resource(show_spinner="Loading the digits…", max_entries=1)

@@ -65,13 +65,13 @@ def unrolled(run, name: str, key: str) -> None:
 
 if encoder_tab.open:
     with encoder_tab:
-        states = plain.trace["rnn.encoder.hidden"][0].numpy()  # (S, d_hidden)
+        states = loaders.rnn_trace(names["plain"], sentence)["rnn.encoder.hidden"][0].numpy()  # (S, d_hidden)
         fig = widgets.cached_figure(hidden_states_figure, states, src_labels, highlight=S - 1,
                                     title=f"Encoder states H_1 … H_{S}: one row per token read (S = {S}, d = {d})")
         widgets.chart(fig, widgets.token_frame(states, plain.src_tokens), "rnn-encoder-states",
                       caption="Each row is computed from the row above and the next token: step s cannot start "
                               "before step s − 1 ends. The outlined last row is the context vector c.")
-        context = plain.trace["rnn.context"][0].numpy()  # (d_hidden,)
+        context = loaders.rnn_trace(names["plain"], sentence)["rnn.context"][0].numpy()  # (d_hidden,)
         fig = widgets.cached_figure(context_figure, context, title=f"c: {d} numbers, the only bridge to the decoder")
         widgets.chart(fig, {"unit": list(range(d)), "c": context}, "rnn-context",
                       caption="Without attention the decoder sees the source only through these numbers, however "
@@ -83,7 +83,7 @@ if decoder_tab.open:
                     "(greedy: the most probable token).")
         unrolled(plain, "RNN, no attention: the token chosen at each step and its probability", "rnn-unrolled")
         unrolled(attn, "RNN + attention", "rnn-attn-unrolled")
-        hidden = plain.trace["rnn.decoder.hidden"][0].numpy()  # (T, d_hidden)
+        hidden = loaders.rnn_trace(names["plain"], sentence)["rnn.decoder.hidden"][0].numpy()  # (T, d_hidden)
         fig = widgets.cached_figure(hidden_states_figure, hidden, token_labels(plain.tgt_tokens),
                                     title="Decoder states s_1 … s_T (no attention), one row per step")
         widgets.chart(fig, widgets.token_frame(hidden, plain.tgt_tokens), "rnn-decoder-states")
@@ -92,7 +92,7 @@ if attention_tab.open:
     with attention_tab:
         left, right = st.columns(2)
         with left:
-            weights = attn.trace["rnn.attn.weights"][0].numpy()  # (T, S)
+            weights = loaders.rnn_trace(names["attention"], sentence)["rnn.attn.weights"][0].numpy()  # (T, S)
             rows = token_labels(attn.tgt_tokens)
             fig = widgets.cached_figure(attention_map, weights, src_labels, rows, x_title="source (key)",
                                         y_title="decoder step (query)", title="RNN + attention: α (additive)")
