@@ -55,4 +55,3 @@ def test_a_beam_run_is_decoded_but_not_traced(checkpoint_dir, monkeypatch):
                                                                       reference.decoding.scores)
     assert loaders.get_run(name, "ein hund läuft .").trace is not None  # greedy runs keep theirs
     loaders.get_run.clear()
-
