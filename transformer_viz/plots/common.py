@@ -122,11 +122,18 @@ def with_template(fig: go.Figure) -> go.Figure:
     return fig
 
 
+def shared_look(title: str | None = None, height: int | None = None) -> dict:
+    """The layout values every figure shares: its title, the body font, narrow margins (more on top for a
+    title) and, when given, its height in px."""
+    look = {"title": title, "font": FONT, "margin": dict(l=10, r=10, t=50 if title else 20, b=10)}
+    if height:
+        look["height"] = height
+    return look
+
+
 def base_layout(fig: go.Figure, title: str | None = None, height: int | None = None) -> go.Figure:
     with_template(fig)
-    fig.update_layout(title=title, font=FONT, margin=dict(l=10, r=10, t=50 if title else 20, b=10))
-    if height:
-        fig.update_layout(height=height)
+    fig.update_layout(**shared_look(title, height))
     return fig
 
 
@@ -134,15 +141,13 @@ def make_figure(data: list[dict], layout: dict, title: str | None = None, height
                 panel_titles: bool = False) -> go.Figure:
     """One validated construction from plain dicts, the shared look (:func:`base_layout`'s) included: much
     cheaper than building a figure up with ``update_*``/``add_*`` calls, each of which validates again."""
-    # What base_layout's update_layout would set, merged into the dict as that update merges it: the title
-    # replaced (none for None, where the update leaves an empty one: drawn alike), the font and the margin
-    # updated key by key.
-    layout = {**layout, "title": title, "font": {**layout.get("font", {}), **FONT},
-              "margin": {**layout.get("margin", {}), "l": 10, "r": 10, "t": 50 if title else 20, "b": 10}}
+    look = shared_look(title, height)
+    # Merged into the dict as base_layout's update merges it: the title replaced (none for None, where the
+    # update leaves an empty one: drawn alike), the font and the margin updated key by key.
+    layout = {**layout, **look, "font": {**layout.get("font", {}), **look["font"]},
+              "margin": {**layout.get("margin", {}), **look["margin"]}}
     if title is None:
         del layout["title"]
-    if height:
-        layout["height"] = height
     if panel_titles:  # they sit above their panels: leave room under the figure title
         layout["margin"]["t"] = 75 if title else 35
     return with_template(go.Figure({"data": data, "layout": layout}))
