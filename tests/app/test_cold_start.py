@@ -40,12 +40,14 @@ def cold_process(monkeypatch):
     monkeypatch.setattr(loaders, "_background_allowed", True)
     loaders.get_checkpoint.clear()
     loaders.get_run.clear()
+    loaders.get_translation.clear()
     yield release, calls, fail
     release.set()
     for future in list(loaders._BACKGROUND.values()):
         future.exception(timeout=60)  # no thread left running into the next test
     loaders.get_checkpoint.clear()
     loaders.get_run.clear()
+    loaders.get_translation.clear()
 
 
 def wait_until_loaded(name: str) -> None:

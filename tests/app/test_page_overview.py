@@ -14,12 +14,30 @@ def test_overview_shows_translation_and_architecture(open_app, tokenizer):
     assert f"(1, {S}, 32)" in charts(at)["architecture"]  # the source's shape, d_model 32
 
 
+def test_the_overview_decodes_a_new_sentence_without_a_traced_pass(open_app, monkeypatch):
+    # It shows the translations and S and T, no tensor: the traced pass is left to the pages that show one,
+    # which find the decoding done (loaders.get_translation).
+    from transformer_viz import engine
+    from transformer_viz.app import loaders
+
+    at = open_app("transformer_viz/app/pages/overview.py")
+    passes = []
+    real = engine.traced_forward
+    monkeypatch.setattr(engine, "traced_forward", lambda *a, **k: passes.append(a) or real(*a, **k))
+    at.text_area(key="sentence").set_value("zwei hunde spielen im schnee .")
+    rerun(at)
+    assert passes == [] and any("zwei hunde spielen im schnee" in t.value for t in at.text)
+    run = loaders.get_run(at.session_state["checkpoint"], "zwei hunde spielen im schnee .")  # another page's
+    assert len(passes) == 1 and run.trace is not None
+
+
 def test_first_visit_draws_the_architecture_before_the_model_loads(make_app, monkeypatch):
     from transformer_viz.app import loaders as webapp
 
     monkeypatch.setattr(webapp, "_LOADED", set())  # as on a fresh server: nothing loaded, nothing cached
     webapp.get_checkpoint.clear()
     webapp.get_run.clear()
+    webapp.get_translation.clear()
     at = rerun(make_app())
     # The preview (S and T as symbols) was replaced in place by the figure with the sentence's shapes.
     specs = [c.proto.spec for c in at.get("plotly_chart")]

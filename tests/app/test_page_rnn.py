@@ -105,7 +105,8 @@ def test_another_sentence_gives_other_data(rnn_app, open_step):
 
 def test_a_recurrent_run_is_traced_only_for_the_steps_that_show_its_trace(rnn_app, open_step, monkeypatch):
     # The teacher-forced pass costs about as much as decoding: the first step shows the plain model's encoder
-    # states only, so the attention model's run is traced only once the Attention step is opened.
+    # states only, so the attention model's run, and the Transformer's, are traced only once the Attention
+    # step is opened.
     from transformer_viz import engine
     from transformer_viz.app import loaders
 
@@ -113,13 +114,14 @@ def test_a_recurrent_run_is_traced_only_for_the_steps_that_show_its_trace(rnn_ap
     real = engine.retraced
     kind = {False: "plain", True: "attention"}
     monkeypatch.setattr(engine, "retraced", lambda ckpt, run, causal=True: traced.append(
-        kind[ckpt.model.attn is not None]) or real(ckpt, run, causal))
-    loaders.get_rnn_run.clear()
+        kind[ckpt.model.attn is not None] if hasattr(ckpt.model, "attn") else "transformer") or real(ckpt, run, causal))
+    for cached in (loaders.get_rnn_run, loaders.get_run, loaders.get_translation):
+        cached.clear()
     at = open_step(rnn_app(), "rnn_step", 3)  # opened on the first step, then steps and time: no trace shown
     assert traced == ["plain"]
     assert loaders.get_rnn_run("rnn-attn-b-de-en", SENTENCE).trace is None
     at = open_step(at, "rnn_step", 2)
-    assert traced == ["plain", "attention"]
+    assert traced == ["plain", "attention", "transformer"]
     assert "rnn-alignment" in charts(at)
     loaders.get_rnn_run.clear()
 

@@ -31,6 +31,7 @@ def test_a_sentence_is_run_once_whichever_way_the_pages_ask(checkpoint_dir, monk
     monkeypatch.setattr(engine, "run_sentence", lambda *a, **k: runs.append(a[1:]) or real(*a, **k))
     monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(checkpoint_dir.parent))
     loaders.get_run.clear()
+    loaders.get_translation.clear()
     name = checkpoint_dir.name
     first = loaders.get_run(name, "ein hund läuft .")
     assert loaders.get_run(name, "ein hund läuft .", 1, True) is first
@@ -40,6 +41,7 @@ def test_a_sentence_is_run_once_whichever_way_the_pages_ask(checkpoint_dir, monk
     unmasked = loaders.get_run(name, "ein hund läuft .", 1, False)
     assert unmasked.tgt_ids == first.tgt_ids and unmasked.trace is not first.trace and len(runs) == 1
     loaders.get_run.clear()
+    loaders.get_translation.clear()
 
 
 def test_a_beam_run_is_decoded_but_not_traced(checkpoint_dir, monkeypatch):
@@ -47,6 +49,7 @@ def test_a_beam_run_is_decoded_but_not_traced(checkpoint_dir, monkeypatch):
 
     monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(checkpoint_dir.parent))
     loaders.get_run.clear()
+    loaders.get_translation.clear()
     name = checkpoint_dir.name
     beam = loaders.get_run(name, "ein hund läuft .", 3)
     reference = engine.run_sentence(loaders.get_checkpoint(name), "ein hund läuft .", beam_size=3)
@@ -55,3 +58,27 @@ def test_a_beam_run_is_decoded_but_not_traced(checkpoint_dir, monkeypatch):
                                                                       reference.decoding.scores)
     assert loaders.get_run(name, "ein hund läuft .").trace is not None  # greedy runs keep theirs
     loaders.get_run.clear()
+    loaders.get_translation.clear()
+
+
+def test_a_traced_run_is_the_shared_translation_with_the_trace_run_sentence_gives(checkpoint_dir, monkeypatch):
+    import torch
+
+    from transformer_viz import engine
+
+    monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(checkpoint_dir.parent))
+    loaders.get_run.clear()
+    loaders.get_translation.clear()
+    name, sentence = checkpoint_dir.name, "ein hund läuft ."
+    translation = loaders.get_translation(name, sentence)
+    assert translation.trace is None
+    run = loaders.get_run(name, sentence)
+    assert run.decoding is translation.decoding  # decoded once: the traced run reuses the translation
+    reference = engine.run_sentence(loaders.get_checkpoint(name), sentence)
+    assert (run.src_ids, run.tgt_ids, run.translation, run.decoding) == (
+        reference.src_ids, reference.tgt_ids, reference.translation, reference.decoding)
+    assert run.trace.names() == reference.trace.names()
+    assert all(torch.equal(run.trace[key], reference.trace[key]) for key in reference.trace.names())
+    loaders.get_run.clear()
+    loaders.get_translation.clear()
+

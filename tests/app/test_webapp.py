@@ -92,6 +92,7 @@ def test_loading_a_model_freezes_the_long_lived_objects_but_new_garbage_is_still
 
     webapp.get_checkpoint.clear()
     webapp.get_run.clear()
+    webapp.get_translation.clear()
     gc.unfreeze()
     assert gc.get_freeze_count() == 0
     at = open_page(make_app(), "transformer_viz/app/pages/shapes.py")  # loads the model: torch, plotly and the weights are alive now

@@ -64,10 +64,14 @@ def link_step() -> str | None:
     return wanted
 
 
-def current_run(sel: Selection, beam_size: int = 1, causal: bool = True) -> SentenceRun | None:
-    """Run the selection (cached), showing input problems as messages in the page, never a traceback."""
+def current_run(sel: Selection, beam_size: int = 1, causal: bool = True, trace: bool = True) -> SentenceRun | None:
+    """Run the selection (cached), showing input problems as messages in the page, never a traceback.
+    ``trace=False``: the translation alone (loaders.get_translation), for a page that shows none of its tensors."""
     try:
-        run = loaders.get_run(sel.checkpoint, sel.sentence, beam_size, causal)
+        if trace:
+            run = loaders.get_run(sel.checkpoint, sel.sentence, beam_size, causal)
+        else:
+            run = loaders.get_translation(sel.checkpoint, sel.sentence, beam_size)
     except InputError as exc:
         st.warning(escape_markdown(str(exc)))
         return None

@@ -145,27 +145,39 @@ def page_model(arch: str, missing: str) -> tuple[str, Checkpoint]:
         st.stop()
 
 
+# A translation without its trace is a few kB: many are kept, so that a page which shows no tensor of the
+# sentence (the Overview, the RNN page's first steps, a beam search) never runs a traced pass, and a page
+# that does later finds the decoding done. get_translation(a, b) is the same entry as
+# get_translation(a, b, 1) (app/shared.py).
+@shared_resource(show_spinner="Translating…", max_entries=128, ttl=3600)
+def get_translation(name: str, sentence: str, beam_size: int = 1) -> SentenceRun:
+    """The sentence decoded (greedy, or beam search with ``beam_size`` > 1), without a trace: run once per
+    (checkpoint, sentence, decoding) and shared, read-only, by every session. Concurrent sessions call the
+    shared model at the same time: that is safe because the model is in eval mode, never mutated, and every
+    call brings its own decoding caches."""
+    from transformer_viz.engine import run_sentence
+
+    return run_sentence(get_checkpoint(name), sentence, beam_size=beam_size, trace=False)
+
+
 # A trace of a typical sentence (~15 tokens, small model) is a few MB, dominated by logits and probs
 # (T × V each); a 250-token input can reach ~100 MB. The bound and the expiry keep the cache's memory
 # predictable while a lecture hall still shares the runs of the example sentences. get_run(a, b) is the same
 # entry as get_run(a, b, 1, True) (app/shared.py).
 @shared_resource(show_spinner="Running the model…", max_entries=32, ttl=3600)
 def get_run(name: str, sentence: str, beam_size: int = 1, causal: bool = True) -> SentenceRun:
-    """Each (checkpoint, sentence, decoding) is run once and the result is shared, read-only, by every
-    session (a cache_data copy would unpickle hundreds of tensors on every rerun). The bound and the expiry
-    keep memory predictable: a typical trace is a few MB, a 250-token one up to ~100 MB.
+    """The greedy translation (:func:`get_translation`) with its trace, the teacher-forced pass over it
+    (``causal=False``: without the decoder's causal mask, the same translation): what
+    ``run_sentence(checkpoint, sentence, causal=causal)`` returns, run once and shared, read-only, by every
+    session (a cache_data copy would unpickle hundreds of tensors on every rerun).
 
-    A beam run (``beam_size`` > 1) has no trace: the pages that show one (the Overview's translation, the
-    Decoding page's tree and scores) show none of its tensors, and the traced pass over it was one more model
-    pass per new sentence.
+    A beam run (``beam_size`` > 1) is :func:`get_translation`'s, without a trace: the pages that show one
+    (the Overview's translation, the Decoding page's tree and scores) show none of its tensors."""
+    from transformer_viz.engine import retraced
 
-    Concurrent sessions call the shared model at the same time: that is safe because the model is
-    in eval mode, never mutated, and every call brings its own Trace and decoding caches."""
-    from transformer_viz.engine import retraced, run_sentence
-
-    if not causal:  # the same translation as with the mask: only the teacher-forced pass is run again
-        return retraced(get_checkpoint(name), get_run(name, sentence, beam_size), causal=False)
-    return run_sentence(get_checkpoint(name), sentence, beam_size=beam_size, trace=beam_size <= 1)
+    if beam_size > 1:
+        return get_translation(name, sentence, beam_size)
+    return retraced(get_checkpoint(name), get_translation(name, sentence), causal=causal)
 
 
 @st.cache_resource(show_spinner="Decoding from the forced word…", max_entries=64, ttl=3600)

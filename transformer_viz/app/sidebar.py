@@ -73,7 +73,7 @@ def _carry_offer(name: str, sentence: str) -> None:
         st.session_state.pop(_CARRY, None)
         return
     try:
-        translation = loaders.get_run(carried[0], sentence).translation
+        translation = loaders.get_translation(carried[0], sentence).translation
     except (InputError, CheckpointError):
         return
     if not translation:

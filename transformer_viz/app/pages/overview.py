@@ -43,12 +43,12 @@ if not loaders.model_loaded(sel.checkpoint):
             frame.rerun_when_loaded(sel.checkpoint)
         model_card(sel.checkpoint)
         st.stop()
-run = frame.current_run(sel)
+run = frame.current_run(sel, trace=False)  # S and T and the translations: no tensor of the run is shown
 if run is None:  # the input was refused (the message is shown): no figure, whether the model was loaded or not
     figure_slot.empty()
     st.stop()
 
-best = loaders.get_run(sel.checkpoint, sel.sentence, decoding.num_beams) if decoding.num_beams > 1 else run
+best = loaders.get_translation(sel.checkpoint, sel.sentence, decoding.num_beams) if decoding.num_beams > 1 else run
 with source_col:
     widgets.show_user_text(f"Source ({sel.src_name})", run.source_text)
 with translation_col:

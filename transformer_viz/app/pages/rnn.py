@@ -39,7 +39,7 @@ if (sel.src_lang, sel.tgt_lang) != ("de", "en"):
 transformer = about.transformer_for("de", "en")
 try:
     plain, attn = (loaders.get_rnn_run(names[kind], sentence) for kind in ("plain", "attention"))
-    ref = loaders.get_run(transformer, sentence) if transformer else None
+    ref = loaders.get_translation(transformer, sentence) if transformer else None
 except (InputError, CheckpointError) as exc:  # refused input, or a checkpoint that cannot be loaded: say why
     st.warning(widgets.escape_markdown(str(exc)))
     st.stop()
@@ -101,7 +101,8 @@ if attention_tab.open:
         if ref is not None:
             with right:
                 N = ref.config.N
-                cross = ref.trace[f"decoder.{N - 1}.cross_attn.weights"][0].mean(0).numpy()  # (T, S)
+                trace = loaders.get_run(transformer, sentence).trace  # the one step that shows the Transformer's
+                cross = trace[f"decoder.{N - 1}.cross_attn.weights"][0].mean(0).numpy()  # (T, S)
                 rows = token_labels(ref.tgt_tokens)
                 fig = widgets.cached_figure(attention_map, cross, token_labels(ref.src_tokens), rows,
                                             x_title="source (key)", y_title="decoder position (query)",
