@@ -100,8 +100,7 @@ if attention_tab.open:
                           caption="Row t: how step t weighs the encoder states; each row sums to 1.")
         if ref is not None:
             with right:
-                N = ref.config.N
-                trace = loaders.get_run(transformer, sentence).trace  # the one step that shows the Transformer's
+                N, trace = ref.config.N, loaders.get_run(transformer, sentence).trace  # the one step that shows it
                 cross = trace[f"decoder.{N - 1}.cross_attn.weights"][0].mean(0).numpy()  # (T, S)
                 rows = token_labels(ref.tgt_tokens)
                 fig = widgets.cached_figure(attention_map, cross, token_labels(ref.src_tokens), rows,
