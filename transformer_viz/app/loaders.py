@@ -171,13 +171,13 @@ def get_run(name: str, sentence: str, beam_size: int = 1, causal: bool = True) -
     ``run_sentence(checkpoint, sentence, causal=causal)`` returns, run once and shared, read-only, by every
     session (a cache_data copy would unpickle hundreds of tensors on every rerun).
 
-    A beam run (``beam_size`` > 1) is :func:`get_translation`'s, without a trace: the pages that show one
-    (the Overview's translation, the Decoding page's tree and scores) show none of its tensors."""
+    A beam run (``beam_size`` > 1, with the mask) is :func:`get_translation`'s, without a trace: the pages that
+    show one (the Overview's translation, the Decoding page's tree and scores) show none of its tensors."""
     from transformer_viz.engine import retraced
 
-    if beam_size > 1:
+    if beam_size > 1 and causal:
         return get_translation(name, sentence, beam_size)
-    return retraced(get_checkpoint(name), get_translation(name, sentence), causal=causal)
+    return retraced(get_checkpoint(name), get_translation(name, sentence, beam_size), causal=causal)
 
 
 @st.cache_resource(show_spinner="Decoding from the forced word…", max_entries=64, ttl=3600)
