@@ -125,6 +125,7 @@ def test_a_recurrent_run_is_traced_only_for_the_steps_that_show_its_trace(rnn_ap
     assert "rnn-alignment" in charts(at)
     loaders.get_rnn_run.clear()
 
+
 def test_without_rnn_checkpoints_the_page_says_so(make_app, checkpoint_dir, monkeypatch, tmp_path):
     shutil.copytree(checkpoint_dir, tmp_path / "tiny")  # the Transformer alone
     monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(tmp_path))

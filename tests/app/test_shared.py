@@ -2,8 +2,23 @@
 
 from __future__ import annotations
 
+import pytest
+
 from transformer_viz.app import loaders
 from transformer_viz.app.shared import shared_resource
+
+SENTENCE = "ein hund läuft ."
+
+
+@pytest.fixture
+def name(checkpoint_dir, monkeypatch):
+    """The tiny checkpoint's name, listed where the loaders look, with no run of it cached before or after."""
+    monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(checkpoint_dir.parent))
+    loaders.get_run.clear()
+    loaders.get_translation.clear()
+    yield checkpoint_dir.name
+    loaders.get_run.clear()
+    loaders.get_translation.clear()
 
 
 def test_a_call_with_or_without_its_defaults_is_one_entry():
@@ -23,62 +38,43 @@ def test_a_call_with_or_without_its_defaults_is_one_entry():
     assert square_plus.__name__ == "square_plus"
 
 
-def test_a_sentence_is_run_once_whichever_way_the_pages_ask(checkpoint_dir, monkeypatch):
+def test_a_sentence_is_run_once_whichever_way_the_pages_ask(name, monkeypatch):
     from transformer_viz import engine
 
     runs = []
     real = engine.run_sentence
     monkeypatch.setattr(engine, "run_sentence", lambda *a, **k: runs.append(a[1:]) or real(*a, **k))
-    monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(checkpoint_dir.parent))
-    loaders.get_run.clear()
-    loaders.get_translation.clear()
-    name = checkpoint_dir.name
-    first = loaders.get_run(name, "ein hund läuft .")
-    assert loaders.get_run(name, "ein hund läuft .", 1, True) is first
-    assert loaders.get_run(name, "ein hund läuft .", beam_size=1) is first
+    first = loaders.get_run(name, SENTENCE)
+    assert loaders.get_run(name, SENTENCE, 1, True) is first
+    assert loaders.get_run(name, SENTENCE, beam_size=1) is first
     assert len(runs) == 1
     # Without the causal mask: the same translation, traced again, not decoded again.
-    unmasked = loaders.get_run(name, "ein hund läuft .", 1, False)
+    unmasked = loaders.get_run(name, SENTENCE, 1, False)
     assert unmasked.tgt_ids == first.tgt_ids and unmasked.trace is not first.trace and len(runs) == 1
-    loaders.get_run.clear()
-    loaders.get_translation.clear()
 
 
-def test_a_beam_run_is_decoded_but_not_traced(checkpoint_dir, monkeypatch):
+def test_a_beam_run_is_decoded_but_not_traced(name):
     from transformer_viz import engine
 
-    monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(checkpoint_dir.parent))
-    loaders.get_run.clear()
-    loaders.get_translation.clear()
-    name = checkpoint_dir.name
-    beam = loaders.get_run(name, "ein hund läuft .", 3)
-    reference = engine.run_sentence(loaders.get_checkpoint(name), "ein hund läuft .", beam_size=3)
+    beam = loaders.get_run(name, SENTENCE, 3)
+    reference = engine.run_sentence(loaders.get_checkpoint(name), SENTENCE, beam_size=3)
     assert beam.trace is None and reference.trace is not None
     assert (beam.tgt_ids, beam.translation, beam.decoding.scores) == (reference.tgt_ids, reference.translation,
                                                                       reference.decoding.scores)
-    assert loaders.get_run(name, "ein hund läuft .").trace is not None  # greedy runs keep theirs
-    loaders.get_run.clear()
-    loaders.get_translation.clear()
+    assert loaders.get_run(name, SENTENCE).trace is not None  # greedy runs keep theirs
 
 
-def test_a_traced_run_is_the_shared_translation_with_the_trace_run_sentence_gives(checkpoint_dir, monkeypatch):
+def test_a_traced_run_is_the_shared_translation_with_the_trace_run_sentence_gives(name):
     import torch
 
     from transformer_viz import engine
 
-    monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(checkpoint_dir.parent))
-    loaders.get_run.clear()
-    loaders.get_translation.clear()
-    name, sentence = checkpoint_dir.name, "ein hund läuft ."
-    translation = loaders.get_translation(name, sentence)
+    translation = loaders.get_translation(name, SENTENCE)
     assert translation.trace is None
-    run = loaders.get_run(name, sentence)
+    run = loaders.get_run(name, SENTENCE)
     assert run.decoding is translation.decoding  # decoded once: the traced run reuses the translation
-    reference = engine.run_sentence(loaders.get_checkpoint(name), sentence)
+    reference = engine.run_sentence(loaders.get_checkpoint(name), SENTENCE)
     assert (run.src_ids, run.tgt_ids, run.translation, run.decoding) == (
         reference.src_ids, reference.tgt_ids, reference.translation, reference.decoding)
     assert run.trace.names() == reference.trace.names()
     assert all(torch.equal(run.trace[key], reference.trace[key]) for key in reference.trace.names())
-    loaders.get_run.clear()
-    loaders.get_translation.clear()
-
