@@ -9,6 +9,10 @@ a template therefore drew twice for every new sentence. Written out, the templat
 attributes, equal in the copy; with a revision, the copied arrays count as unchanged; the figure draws once
 (and the template, about 3 kB of JSON per figure, is no longer sent with each).
 
+A grid of square heatmaps has its left and bottom margins widened to the room its tick labels and titles
+take (:mod:`~transformer_viz.plots.margins`): plotly.js then keeps them and draws it once, instead of
+redrawing it while the margins its labels push keep changing.
+
 The result is a :class:`BrowserFigure`, made once per figure and then only read: Streamlit turns the
 figure it is given into a dict on every rerun that shows it (a copy of every value, about 1 ms for an
 attention map), and the page measures its minimum width; both are worked out once and kept.
@@ -33,6 +37,7 @@ import plotly.io as pio
 from _plotly_utils.utils import convert_to_base64
 
 from transformer_viz.plots.common import min_width
+from transformer_viz.plots.margins import reserve_margins
 
 # Layout containers that come numbered (xaxis2, coloraxis3, ...): the template's unnumbered one applies to all.
 NUMBERED = ("xaxis", "yaxis", "coloraxis", "scene", "polar", "ternary", "geo", "mapbox", "map", "smith")
@@ -167,6 +172,7 @@ def browser_figure(fig: go.Figure) -> go.Figure:
     # Copies of the traces and the layout: ``fig`` stays as it is.
     spec = apply_template({"data": [trace.to_plotly_json() for trace in fig.data],
                            "layout": fig.layout.to_plotly_json()})
+    reserve_margins(spec)  # a grid of square heatmaps: the room its labels take (plots/margins.py)
     convert_to_base64(spec)  # numeric arrays as typed arrays (base64), as plotly's own to_dict sends them
     return BrowserFigure(_with_revision(spec), min_width(fig))
 
