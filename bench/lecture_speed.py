@@ -153,8 +153,7 @@ def main() -> None:
                   f"{median_ms([r['browser_cpu_s'] for r in rows]):>4} ms")
             slowest = max(rows, key=lambda r: r["wall_s"])  # a median hides one step that takes seconds
             print(f"    {'':<28} slowest step {slowest['id']}: key→drawn {1000 * slowest['wall_s']:.0f} ms, "
-                  f"browser CPU "
-                  f"{1000 * slowest['browser_cpu_s']:.0f} ms; whole walk's browser CPU "
+                  f"browser CPU {1000 * slowest['browser_cpu_s']:.0f} ms; whole walk's browser CPU "
                   f"{sum(r['browser_cpu_s'] for r in rows):.1f} s")
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     if args.json:

@@ -53,3 +53,12 @@ def test_numbers_plotly_picks_itself_leave_the_margins_alone():
                        "margin": {"l": 10, "b": 10}},
             "data": [{"type": "heatmap", "x": [0.5, 1.5], "y": ["a", "b"]}]}
     assert reserve_margins(spec)["layout"]["margin"] == {"l": 10, "b": 10}
+
+
+def test_x_labels_at_an_angle_plotly_picks_leave_the_margins_alone():
+    spec = browser_figure(head_grid(np.full((2, 6, 6), 1 / 6), LABELS, LABELS)).to_dict()
+    spec["layout"]["margin"] = {"l": 10, "b": 10}
+    for name, axis in spec["layout"].items():
+        if name.startswith("xaxis"):
+            axis.pop("tickangle", None)  # plotly.js would turn them only where they overlap, at the width drawn
+    assert reserve_margins(spec)["layout"]["margin"] == {"l": 10, "b": 10}

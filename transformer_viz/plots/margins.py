@@ -15,8 +15,8 @@ Liberation Sans, which Linux draws for it, has the same widths), with a few px t
 reservation that suffices and draws once; one that falls short (a wider font) it widens as before. Other
 figures keep their margins: they settle after one more draw, and a reservation a few px too generous
 shrinks their cells enough that plotly.js drops every other token label. A grid it cannot work out (tick
-labels that plotly.js makes up itself, numbers on a linear axis; labels above or to the right) keeps its
-margins too.
+labels that plotly.js makes up itself, numbers on a linear axis; x labels at an angle plotly.js picks; labels
+above or to the right) keeps its margins too.
 """
 
 from __future__ import annotations
@@ -42,8 +42,6 @@ SPARE = 1.03  # a few px to spare on long labels
 Y_LABEL_PAD, X_LABEL_PAD, X_TURNED_PAD = 15, 13, 5  # px from the plot area to the labels' far edge, beyond the text
 LINE = 1.3  # a label's height, in font sizes (ascent and descent)
 TITLE_OVERLAP = 4  # px: an axis title's line box reaches that far into the standoff
-DESIGN_WIDTH = 700  # px: about a figure's plot area in the main column of a 1280 px window
-SQUARE_BOTTOM_GUESS = 100  # px: the bottom margin guessed, to size square cells before the labels' angle is known
 _TAG = re.compile(r"<[^>]*>")
 
 
@@ -80,23 +78,7 @@ def _labels(axis_name: str, axis: dict, data: list[dict]) -> list[str] | None:
     return values or None
 
 
-def _turned(axis: dict, layout: dict, labels: list[str], spacing: float) -> float:
-    """The angle (degrees) plotly.js draws these x tick labels at: a number the axis gives, else the first of
-    its ``autotickangles`` at which neighbours ``spacing`` px apart do not overlap (the last when none fits)."""
-    angle = axis.get("tickangle")
-    if isinstance(angle, (int, float)):
-        return angle
-    size = _font_size(axis, layout)
-    width, height = max(text_width(t, size) for t in labels), LINE * size
-    choices = axis.get("autotickangles") or [0, 30, 90]
-    for choice in choices:
-        turned = math.radians(choice)
-        if width * abs(math.cos(turned)) + height * abs(math.sin(turned)) <= spacing:
-            return choice
-    return choices[-1]
-
-
-def _depth(axis: dict, layout: dict, labels: list[str], letter: str, spacing: float) -> float:
+def _depth(axis: dict, layout: dict, labels: list[str], letter: str) -> float:
     """How far (px) the labels and the title reach out from the plot area: to the left for y, down for x.
     The pads were measured in Chromium on the app's figures (tick labels 9–18 px, titles 13–22 px)."""
     depth = 0.0
@@ -106,7 +88,7 @@ def _depth(axis: dict, layout: dict, labels: list[str], letter: str, spacing: fl
         if letter == "y":
             depth = width + Y_LABEL_PAD
         else:
-            angle = math.radians(_turned(axis, layout, labels, spacing))
+            angle = math.radians(axis.get("tickangle") or 0)
             sin, cos = abs(math.sin(angle)), abs(math.cos(angle))
             depth = width * sin + LINE * size * cos + X_LABEL_PAD + X_TURNED_PAD * sin
         depth += 0 if axis.get("ticks", "") == "" else axis.get("ticklen", 5)
@@ -115,21 +97,6 @@ def _depth(axis: dict, layout: dict, labels: list[str], letter: str, spacing: fl
         lines = 1 + len(re.findall(r"<br\s*/?>", title["text"], re.I))
         depth += _font_size(title, layout, "font") * lines + (title.get("standoff") or 0) - TITLE_OVERLAP
     return depth
-
-
-def _spacing(name: str, axes: dict, labels: dict, layout: dict) -> float:
-    """Roughly how far apart (px) an x axis's categories are drawn: its share of a DESIGN_WIDTH plot or, where a
-    y axis keeps the cells square (``scaleanchor``), a cell's height, whichever is less."""
-    axis, n = axes[name], max(1, len(set(labels[name])))
-    domain = axis.get("domain") or [0, 1]
-    spacing = DESIGN_WIDTH * (domain[1] - domain[0]) / n
-    ref = "x" + name[5:]
-    for other_name, other in axes.items():
-        if other.get("scaleanchor") == ref and labels.get(other_name):
-            y_domain = other.get("domain") or [0, 1]
-            height = (layout.get("height") or 450) - (layout.get("margin") or {}).get("t", 100) - SQUARE_BOTTOM_GUESS
-            spacing = min(spacing, height * (y_domain[1] - y_domain[0]) / len(set(labels[other_name])))
-    return spacing
 
 
 def _axes(layout: dict) -> dict:
@@ -162,11 +129,11 @@ def reserve_margins(spec: dict) -> dict:
         other = axes.get(("yaxis" if letter == "x" else "xaxis") + str(axis.get("anchor", "")).lstrip("xy"), {})
         if (other.get("domain") or [0, 1])[0] > 0.01:
             continue  # inside the figure (a panel not on the left or bottom edge): it pushes no margin
-        if labels[name] is None:
-            return spec
-        spacing = _spacing(name, axes, labels, layout) if letter == "x" and labels[name] else 0.0
+        auto_angle = letter == "x" and labels[name] and not isinstance(axis.get("tickangle"), (int, float))
+        if labels[name] is None or auto_angle:
+            return spec  # labels plotly.js makes up, or turns by an angle it picks at the width it draws
         side = "l" if letter == "y" else "b"
-        need[side] = max(need[side], _depth(axis, layout, labels[name], letter, spacing))
+        need[side] = max(need[side], _depth(axis, layout, labels[name], letter))
     margin = dict(layout.get("margin") or {})
     for side, px in need.items():
         if px:
