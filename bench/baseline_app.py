@@ -7,12 +7,21 @@ else: no model, no figures. Run it in place of the app:
 
     .venv/bin/streamlit run bench/baseline_app.py --server.port 8601 --server.headless true
     .venv/bin/python bench/load_test.py --port 8601 --pages overview --sessions 20 --minutes 5 --interval 5
+
+With ``-- --chart`` it also draws one small plotly chart, so that the browser loads plotly.js as the app's
+first page does (bench/floors.py times both).
 """
+
+import sys
 
 import streamlit as st
 
 with st.sidebar:
     sentence = st.text_area("Sentence (de)", key="sentence", height=80)
 st.title("Overview & translation")  # the title of the app's default page: the load test waits for it
+if "--chart" in sys.argv[1:]:
+    import plotly.graph_objects as go
+
+    st.plotly_chart(go.Figure(go.Scatter(x=[1, 2, 3], y=[1, 3, 2])))
 st.text(sentence)
 st.query_params["s"] = sentence

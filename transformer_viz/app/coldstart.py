@@ -1,9 +1,9 @@
 """Whether this process started cold, and a way to do work off the script thread while it is.
 
-A fresh server process has not imported torch: its first model costs seconds of imports (torch, then
-transformers for the tokenizer) on top of reading the weights, while a page without the model needs
-none of them. The router imports this module before anything that could import torch, so that the
-answer is taken before the app's own imports change it. A process that had torch already (a test, a
+A fresh server process has not imported torch: its first model costs seconds of imports (torch above all;
+the tokenizer needs only the Rust ``tokenizers``) on top of reading the weights, while a page without the
+model needs none of them. The router imports this module before anything that could import torch, so that
+the answer is taken before the app's own imports change it. A process that had torch already (a test, a
 notebook) counts as warm, and its pages load models in the script thread as they always did.
 
 Standard library only.

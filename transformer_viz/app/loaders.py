@@ -66,7 +66,7 @@ def loading_in_background(name: str) -> bool:
     model meanwhile (and reruns once this turns False; :func:`get_checkpoint` then takes the thread's model).
 
     In a process that started cold (:mod:`~transformer_viz.app.coldstart`), the call that asks for its first
-    model starts that thread: that model costs seconds of imports (torch, transformers) besides its
+    model starts that thread: that model costs seconds of imports (torch) besides its
     weights. Only that one: later models load quickly in the script thread, and a first model asked for
     through :func:`get_checkpoint` (a page that needs it at once) loads there too, so that none is read twice.
     """
@@ -74,7 +74,7 @@ def loading_in_background(name: str) -> bool:
     with _BACKGROUND_LOCK:
         if _background_allowed and not _LOADED:
             _background_allowed = False
-            # The thread imports what the model needs (torch, transformers) and nothing that pages use
+            # The thread imports what the model needs (torch, tokenizers) and nothing that pages use
             # while it runs: plotly, for one, takes pandas from sys.modules without importing it, and
             # would find it half imported.
             _BACKGROUND[name] = coldstart.in_background(f"load {name}", lambda: load_listed(DEFAULT_ARCH, name))

@@ -75,12 +75,12 @@ def exported_tokenizer(tokenizer):
     </s> as our encoder input does (a post-processor; our engine encodes without special tokens)."""
     from tokenizers import Tokenizer, processors
 
-    from transformer_viz.text.tokenizer import EOS, SPECIAL_TOKENS, wrap
+    from transformer_viz.text.tokenizer import EOS, SPECIAL_TOKENS, hf_tokenizer
 
     backend = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
     backend.post_processor = processors.TemplateProcessing(single=f"$A {SPECIAL_TOKENS['eos_token']}",
                                                            special_tokens=[(SPECIAL_TOKENS["eos_token"], EOS)])
-    return wrap(backend)
+    return hf_tokenizer(backend)
 
 
 def export_hf(ckpt: Checkpoint, out: str | Path) -> Path:

@@ -45,8 +45,8 @@ DEFAULT_MAX_CHARS = 1000
 _TOKENIZER_LOCK = threading.Lock()
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int = 8000, min_frequency: int = 2):
-    """Train a BPE vocabulary on the texts (both languages together) -> transformers fast tokenizer."""
+def train_tokenizer(texts: Iterable[str], vocab_size: int = 8000, min_frequency: int = 2) -> SubwordTokenizer:
+    """Train a BPE vocabulary on the texts (both languages together)."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE(unk_token=SPECIAL_TOKENS["unk_token"]))
@@ -65,39 +65,95 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 8000, min_frequency:
         initial_alphabet=list("<>/\\[]{}()#@&*+=%$^~|_"),
     )
     tok.train_from_iterator(texts, trainer=trainer)
-    return wrap(tok)
+    return SubwordTokenizer(tok)
 
 
-def wrap(backend):
+class SubwordTokenizer:
+    """Our BPE vocabulary (a Rust ``tokenizers.Tokenizer``) behind the part of transformers' fast-tokenizer
+    interface the project uses: ``tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)``,
+    ``convert_ids_to_tokens``, ``convert_tokens_to_ids``, ``decode``, ``get_vocab``, ``len`` and the special
+    tokens and IDs. It gives what ``PreTrainedTokenizerFast(tokenizer_object=backend, **SPECIAL_TOKENS)``
+    with ``split_special_tokens`` gives (tests/unit/test_tokenizer.py compares them), without importing
+    transformers: that import is 0.6 CPU-seconds and 20 MiB of a fresh server's first model load, and the
+    app never needs the rest of it. :meth:`save_pretrained` writes the files transformers would.
+
+    Typed "<pad>", "<s>", "</s>" or "<unk>" stays text: it is split into ordinary subwords, never read as
+    the special token. Every method only reads the Rust tokenizer, so sessions may share one."""
+
+    def __init__(self, backend) -> None:
+        self.backend_tokenizer = backend
+        backend.encode_special_tokens = True
+        for name, token in SPECIAL_TOKENS.items():
+            setattr(self, name, token)
+            setattr(self, f"{name}_id", backend.token_to_id(token))
+        for token, expected in zip(("<pad>", "<s>", "</s>", "<unk>"), (PAD, BOS, EOS, UNK)):
+            if backend.token_to_id(token) != expected:
+                raise ValueError(f"tokenizer has {token} at id {backend.token_to_id(token)}, expected {expected}")
+        self.all_special_ids = [PAD, BOS, EOS, UNK]
+
+    def __len__(self) -> int:
+        return self.backend_tokenizer.get_vocab_size(with_added_tokens=True)
+
+    def get_vocab(self) -> dict[str, int]:
+        return self.backend_tokenizer.get_vocab(with_added_tokens=True)
+
+    def __call__(self, text: str | list[str], add_special_tokens: bool = True,
+                 return_offsets_mapping: bool = False) -> dict:
+        """{"input_ids": ids} for a text, or a list of them for a list of texts; with ``offset_mapping``
+        (each token's character span in the text) when asked. Ours adds no special tokens either way."""
+        single = isinstance(text, str)
+        encodings = self.backend_tokenizer.encode_batch([text] if single else list(text),
+                                                        add_special_tokens=add_special_tokens)
+        out = {"input_ids": [e.ids for e in encodings]}
+        if return_offsets_mapping:
+            out["offset_mapping"] = [e.offsets for e in encodings]
+        return {key: value[0] for key, value in out.items()} if single else out
+
+    def convert_ids_to_tokens(self, ids: int | Iterable[int]) -> str | list[str]:
+        if isinstance(ids, int):
+            return self.backend_tokenizer.id_to_token(ids)
+        return [self.backend_tokenizer.id_to_token(int(i)) for i in ids]
+
+    def convert_tokens_to_ids(self, tokens: str | Iterable[str]) -> int | list[int]:
+        if isinstance(tokens, str):
+            found = self.backend_tokenizer.token_to_id(tokens)
+            return self.unk_token_id if found is None else found
+        return [self.convert_tokens_to_ids(t) for t in tokens]
+
+    def decode(self, ids: Iterable[int], skip_special_tokens: bool = False) -> str:
+        return self.backend_tokenizer.decode([int(i) for i in ids], skip_special_tokens=skip_special_tokens)
+
+    def save_pretrained(self, directory: str) -> None:
+        """tokenizer.json and tokenizer_config.json, as transformers writes them (it is imported here)."""
+        from tokenizers import Tokenizer
+
+        # A copy: transformers' wrapper may change the Rust tokenizer it is given, and sessions share this one.
+        hf_tokenizer(Tokenizer.from_str(self.backend_tokenizer.to_str())).save_pretrained(directory)
+
+
+def hf_tokenizer(backend):
+    """The same vocabulary as a transformers ``PreTrainedTokenizerFast``, for what hands it to transformers
+    (saving, exporting a Marian directory). Typed special tokens stay text there too."""
     from transformers import PreTrainedTokenizerFast
 
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, **SPECIAL_TOKENS)
-    protect_special_tokens(tokenizer)
+    tokenizer.backend_tokenizer.encode_special_tokens = True
+    tokenizer.split_special_tokens = True
     return tokenizer
 
 
-def protect_special_tokens(tokenizer) -> None:
-    # Typed text such as "<pad>" must stay text: split it into ordinary subwords.
-    tokenizer.backend_tokenizer.encode_special_tokens = True
-    tokenizer.split_special_tokens = True
-    for token, expected in zip(("<pad>", "<s>", "</s>", "<unk>"), (PAD, BOS, EOS, UNK)):
-        if tokenizer.convert_tokens_to_ids(token) != expected:
-            raise ValueError(f"tokenizer has {token} at id {tokenizer.convert_tokens_to_ids(token)}, expected {expected}")
-
-
-def load_tokenizer(directory: str | Path):
+def load_tokenizer(directory: str | Path) -> SubwordTokenizer:
     """Load a tokenizer saved with ``save_pretrained``, reading only its tokenizer.json.
 
     tokenizer.json is plain JSON parsed by the Rust ``tokenizers`` library: no code runs, nothing is
     fetched from the network, and tokenizer_config.json (which could name other classes) is not read.
-    The result equals what ``PreTrainedTokenizerFast.from_pretrained`` gives for our own tokenizers.
     """
     from tokenizers import Tokenizer
 
     path = Path(directory) / "tokenizer.json"
     if not path.is_file():
         raise FileNotFoundError(f"{Path(directory)} has no tokenizer.json")
-    return wrap(Tokenizer.from_file(str(path)))
+    return SubwordTokenizer(Tokenizer.from_file(str(path)))
 
 
 @dataclass
@@ -207,7 +263,7 @@ class InputError(ValueError):
 def encode_source(tokenizer, text: str, max_tokens: int, max_chars: int = DEFAULT_MAX_CHARS) -> EncodedSource:
     """Apply the input rules and tokenize: IDs end with </s>, at most ``max_tokens`` in all.
 
-    Typed "<pad>", "<s>", "</s>" or "<unk>" is ordinary text (see :func:`protect_special_tokens`);
+    Typed "<pad>", "<s>", "</s>" or "<unk>" is ordinary text (see :class:`SubwordTokenizer`);
     the only special IDs in the result are the final </s> and an <unk> for each piece of text the
     vocabulary lacks.
     """
