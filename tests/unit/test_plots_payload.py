@@ -117,3 +117,20 @@ def test_a_browser_figure_is_made_once_when_threads_ask_for_it_at_the_same_time(
         np.testing.assert_array_equal(z, values)
         assert revision == baked.to_dict()["layout"]["datarevision"]
     assert not hasattr(baked, "no_such_attribute")
+
+
+def test_y_axes_and_colour_bars_reach_the_browser_without_the_overflow_check_and_x_axes_keep_it():
+    # plotly.js's "hide past div" check never hides a y axis's or a colour bar's label (they stay inside the
+    # margins); an x axis of numbers keeps it, since there it hides a label past the right edge.
+    scores = np.arange(12.0).reshape(3, 4)
+    masked = np.where(np.tril(np.ones((3, 4))) > 0, scores, -np.inf)
+    weights = np.full((3, 4), 0.25)
+    spec = browser_figure(masked_attention_figure(scores, masked, weights, list("abcd"), list("xyz"))).to_dict()
+    layout = spec["layout"]
+    y_axes = [v for k, v in layout.items() if k.startswith("yaxis")]
+    x_axes = [v for k, v in layout.items() if k.startswith("xaxis")]
+    assert len(y_axes) == 3 and all(axis["ticklabeloverflow"] == "allow" for axis in y_axes)
+    assert x_axes and not any("ticklabeloverflow" in axis for axis in x_axes)
+    bars = [t["colorbar"] for t in spec["data"] if t["type"] == "heatmap" and "colorbar" in t]
+    bars += [v["colorbar"] for k, v in layout.items() if k.startswith("coloraxis") and "colorbar" in v]
+    assert bars and all(bar["ticklabeloverflow"] == "allow" for bar in bars)

@@ -26,6 +26,14 @@ TEMPLATE.layout.font.color = TEXT_COLOUR
 # (At 45°, labels turned into parallel strips one font size high still touch unless their ticks are 1.4 em
 # apart; at 60°, 1.15 em.)
 TEMPLATE.layout.xaxis.autotickangles = [0, -60, -90]
+# The tick labels of a y axis or a colour bar stay inside the figure (its margins hold them), so plotly.js's
+# check for labels past the figure's edge (its default for axes of numbers, "hide past div") never hides one;
+# it measures the labels again as each one is placed. Skipped, the app's figures draw about 7 % faster,
+# to the same SVG (docs/deployment.md §2). An x axis keeps the check: there it hides a number at the right edge.
+TEMPLATE.layout.yaxis.ticklabeloverflow = "allow"
+TEMPLATE.layout.coloraxis.colorbar.ticklabeloverflow = "allow"
+for _heatmap in TEMPLATE.data.heatmap:
+    _heatmap.colorbar.ticklabeloverflow = "allow"
 
 # --- the palette ---------------------------------------------------------------------------------------
 DIVERGING = "RdBu_r"  # signed values (embeddings, scores, activations), centred on 0
