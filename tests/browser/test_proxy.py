@@ -4,6 +4,7 @@ app processes, all on 127.0.0.1, and headless Chromium going through it as stude
 - the guide's nginx block is deploy/nginx.conf, and nginx accepts it as written;
 - through the proxy a page loads, a typed sentence runs, charts are drawn, no error shows; XSRF
   protection and the origin check are on;
+- Streamlit's frontend comes from nginx, compressed, never from the app processes;
 - stickiness: each browser's runs all land on one process, also after its connection dropped, and
   browsers spread over both processes;
 - a lost process: the sessions it held come back on the other one within 10 s, on the same page,
@@ -16,6 +17,7 @@ start every process and stop it again, whatever happens.
 
 from __future__ import annotations
 
+import gzip
 import http.client
 import json
 import os
@@ -239,7 +241,7 @@ def request(deployment, method: str, path: str, headers: dict[str, str]) -> http
                                        context=ssl._create_unverified_context())  # the throwaway certificate
     conn.request(method, path, headers={"Host": f"{proxy.HOST}:{deployment.listen_port}", **headers})
     response = conn.getresponse()
-    response.read()
+    response.body = response.read()
     conn.close()
     return response
 
@@ -284,6 +286,24 @@ def test_the_app_through_the_proxy(deployment, students):
 
 
 @browser_test
+def test_the_frontend_comes_from_nginx_compressed(deployment, students):
+    """Streamlit's scripts, styles and fonts come from deploy/static_files.py's copy, compressed for a browser
+    that takes gzip, and never from the app processes; a file the copy lacks is still asked of the app."""
+    static = [e for e in proxy.access_log(deployment.workdir) if e["request"].split()[1].startswith("/static/")]
+    assert len(static) > 10 and all(e["status"] in (200, 304) and not e["ports"] for e in static)
+    plotly = next((deployment.workdir / "static-root" / "static" / "js").glob("PlotlyChart.*.js"))
+    path = f"/static/js/{plotly.name}"
+    assert any(e["request"].split()[1] == path for e in static), "no page asked for plotly.js"
+    packed, plain = request(deployment, "GET", path, {"Accept-Encoding": "gzip"}), request(deployment, "GET", path, {})
+    assert packed.getheader("Content-Encoding") == "gzip" and "immutable" in packed.getheader("Cache-Control")
+    assert plain.getheader("Content-Encoding") is None
+    assert len(packed.body) == Path(f"{plotly}.gz").stat().st_size < plotly.stat().st_size / 2
+    assert gzip.decompress(packed.body) == plain.body == plotly.read_bytes()
+    request(deployment, "GET", "/static/js/not-in-the-copy.js", {})  # (the app answers with its page)
+    assert proxy.access_log(deployment.workdir)[-1]["ports"], "a file the copy lacks was not asked of an app process"
+
+
+@browser_test
 def test_each_browser_stays_on_one_process(deployment, students):
     # Every connection through the proxy drops at once (its worker dies; nginx starts another), as when
     # a lecture hall's Wi-Fi goes down for a moment: each browser reconnects and reruns its page.
@@ -302,8 +322,9 @@ def test_each_browser_stays_on_one_process(deployment, students):
         assert student.cookies()[proxy.STICKY_COOKIE]["value"] == deployment.cookie(port)
         assert student.problems() == []
     assert set(served.values()) == {p.pid for p in deployment.apps.values()}, "the browsers all went to one process"
-    # nginx sent every request that carried a cookie to the process it names first.
-    requests = [e for e in proxy.access_log(deployment.workdir) if e["cookie"] in ("a", "b")]
+    # nginx sent every request that carried a cookie, and that it did not answer itself, to the process it
+    # names first.
+    requests = [e for e in proxy.access_log(deployment.workdir) if e["cookie"] in ("a", "b") and e["ports"]]
     assert requests and all(e["ports"][0] == deployment.port_named(e["cookie"]) for e in requests)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from tests.support.browser import free_port, process_tree, start_server, stop_server
+from tests.support.browser import PYTHON, free_port, process_tree, start_server, stop_server
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 NGINX_CONF = ROOT / "deploy" / "nginx.conf"
@@ -37,6 +38,8 @@ RUN_LOG_ENV = "TRANSFORMER_VIZ_RUN_LOG"
 LISTEN = "listen 443 ssl http2;"
 CERT = "ssl_certificate     /etc/ssl/certs/viz.example.edu.pem;"
 KEY = "ssl_certificate_key /etc/ssl/private/viz.example.edu.key;"
+STATIC_ROOT = "root /var/www/transformer-viz;"  # the folder that holds static/, deploy/static_files.py's copy
+MIME_TYPES = Path("/etc/nginx/mime.types")  # Debian's, included by its nginx.conf around every site
 APP_PORTS = (8501, 8502)  # its app processes, named a and b in the cookie
 
 
@@ -52,11 +55,15 @@ def _replace_once(text: str, old: str, new: str) -> str:
     return text.replace(old, new)
 
 
-def site_config(cert: Path, key: Path, app_ports: list[int] | None = None, listen_port: int | None = None) -> str:
-    """deploy/nginx.conf with the certificate swapped, and, when given, the app ports and nginx's port."""
+def site_config(cert: Path, key: Path, app_ports: list[int] | None = None, listen_port: int | None = None,
+                static_root: Path | None = None) -> str:
+    """deploy/nginx.conf with the certificate swapped, and, when given, the app ports, nginx's port and the
+    folder that holds the copy of Streamlit's frontend."""
     text = NGINX_CONF.read_text(encoding="utf-8")
     text = _replace_once(text, CERT, f"ssl_certificate     {cert};")
     text = _replace_once(text, KEY, f"ssl_certificate_key {key};")
+    if static_root is not None:
+        text = _replace_once(text, STATIC_ROOT, f"root {static_root};")
     if listen_port is not None:
         text = _replace_once(text, LISTEN, f"listen 127.0.0.1:{listen_port} ssl http2;")
     if app_ports is not None:
@@ -74,12 +81,19 @@ def main_config(workdir: Path, site: Path) -> str:
     request, the cookie the browser sent, the app process(es) tried and the cookie sent back."""
     temp = "\n".join(f"    {name}_temp_path {workdir / name};" for name in ("client_body", "proxy", "fastcgi", "uwsgi",
                                                                              "scgi"))
-    return f"""pid {workdir / 'nginx.pid'};
+    # The file types as Debian's own nginx.conf has them, for the files nginx serves itself.
+    mime_types = f"    include {MIME_TYPES};\n    default_type application/octet-stream;" if MIME_TYPES.exists() else ""
+    # Workers run as whoever runs the tests (who owns `workdir`, where they read the copy of Streamlit's
+    # frontend), not as nginx's default unprivileged user; a non-root nginx ignores the line.
+    return f"""user {pwd.getpwuid(os.geteuid()).pw_name};
+pid {workdir / 'nginx.pid'};
 error_log {workdir / 'error.log'} notice;
 worker_processes 1;
 events {{ worker_connections 512; }}
 http {{
-    log_format sticky '$msec $status "$request" cookie=$cookie_tv_sticky upstream=$upstream_addr served=$transformer_viz_served';
+{mime_types}
+    log_format sticky '$msec $status "$request" cookie=$cookie_tv_sticky upstream=$upstream_addr '
+                      'served=$transformer_viz_served bytes=$bytes_sent';
     access_log {workdir / 'access.log'} sticky;
 {temp}
     include {site};
@@ -96,11 +110,19 @@ def self_signed_certificate(workdir: Path) -> tuple[Path, Path]:
     return cert, key
 
 
+def copy_static(static_root: Path) -> None:
+    """deploy/static_files.py with the app's Python: Streamlit's frontend, compressed, in static_root/static."""
+    subprocess.run([str(PYTHON), str(ROOT / "deploy" / "static_files.py"), str(static_root / "static")],
+                   check=True, capture_output=True, timeout=300)
+
+
 def write_config(workdir: Path, app_ports: list[int], listen_port: int) -> Path:
-    """Certificate, site and main configuration in `workdir`; returns the main configuration's path."""
+    """Certificate, the copy of Streamlit's frontend (in static-root/), site and main configuration in
+    `workdir`; returns the main configuration's path."""
     cert, key = self_signed_certificate(workdir)
+    copy_static(workdir / "static-root")
     site = workdir / "transformer-viz.conf"
-    site.write_text(site_config(cert, key, app_ports, listen_port), encoding="utf-8")
+    site.write_text(site_config(cert, key, app_ports, listen_port, workdir / "static-root"), encoding="utf-8")
     conf = workdir / "nginx.conf"
     conf.write_text(main_config(workdir, site), encoding="utf-8")
     return conf
@@ -147,13 +169,15 @@ def stop_nginx(proc: subprocess.Popen) -> None:
 
 def access_log(workdir: Path) -> list[dict]:
     """Every request nginx logged: time, status, request line, the cookie sent, the app ports tried (in
-    order), and the cookie sent back (the process that answered). A websocket is logged when it closes."""
+    order; none for a file nginx served itself), the cookie sent back (the process that answered) and the
+    bytes sent. A websocket is logged when it closes."""
     path = workdir / "access.log"
     if not path.exists():
         return []
-    pattern = re.compile(r'^(\S+) (\d+) "([^"]*)" cookie=(\S*) upstream=(.*) served=(\S*)$')
+    pattern = re.compile(r'^(\S+) (\d+) "([^"]*)" cookie=(\S*) upstream=(.*) served=(\S*) bytes=(\d+)$')
     return [{"time": float(m[1]), "status": int(m[2]), "request": m[3], "cookie": m[4],
-             "ports": [int(u.rsplit(":", 1)[1]) for u in re.split(r"[,:] ", m[5]) if ":" in u], "served": m[6]}
+             "ports": [int(u.rsplit(":", 1)[1]) for u in re.split(r"[,:] ", m[5]) if ":" in u], "served": m[6],
+             "bytes": int(m[7])}
             for m in map(pattern.match, path.read_text(encoding="utf-8").splitlines()) if m]
 
 
