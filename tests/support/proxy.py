@@ -1,6 +1,7 @@
 """Two app processes behind nginx, all on 127.0.0.1: deploy/nginx.conf as written, with only the
 deployment's addresses swapped for local ones (the port nginx listens on, its certificate, the app
-processes' ports). Shared by tests/browser/test_proxy.py and bench/proxy_capacity.py.
+processes' ports, the folder of the copy of Streamlit's frontend, made here by deploy/static_files.py).
+Shared by tests/browser/test_proxy.py and bench/proxy_capacity.py.
 
 nginx and openssl are Debian's (`apt-get install nginx-light openssl`); the certificate is a throwaway
 self-signed one for the example's host name, which the browser maps to 127.0.0.1 (CHROMIUM_PROXY_ARGS).
@@ -17,6 +18,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -112,7 +114,8 @@ def self_signed_certificate(workdir: Path) -> tuple[Path, Path]:
 
 def copy_static(static_root: Path) -> None:
     """deploy/static_files.py with the app's Python: Streamlit's frontend, compressed, in static_root/static."""
-    subprocess.run([str(PYTHON), str(ROOT / "deploy" / "static_files.py"), str(static_root / "static")],
+    python = PYTHON if PYTHON.exists() else Path(sys.executable)
+    subprocess.run([str(python), str(ROOT / "deploy" / "static_files.py"), str(static_root / "static")],
                    check=True, capture_output=True, timeout=300)
 
 

@@ -89,7 +89,6 @@ class SubwordTokenizer:
         for token, expected in zip(("<pad>", "<s>", "</s>", "<unk>"), (PAD, BOS, EOS, UNK)):
             if backend.token_to_id(token) != expected:
                 raise ValueError(f"tokenizer has {token} at id {backend.token_to_id(token)}, expected {expected}")
-        self.all_special_ids = [PAD, BOS, EOS, UNK]
 
     def __len__(self) -> int:
         return self.backend_tokenizer.get_vocab_size(with_added_tokens=True)
