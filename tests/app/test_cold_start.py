@@ -136,13 +136,16 @@ def test_the_router_notes_a_cold_process_before_its_imports_bring_torch():
                       "print(coldstart.STARTED_COLD)") == "False"
 
 
-def test_the_first_page_imports_no_torch():
+def test_the_first_page_imports_no_torch_and_all_of_pandas():
     """What the router and the Overview import (the app's modules, the architecture figure): no torch, so that a
-    fresh server draws its first page while a background thread imports it."""
+    fresh server draws its first page while a background thread imports it; and pandas whole, before any page
+    runs, so that no script thread's figure finds it half imported by another (router.py says why)."""
     assert run_python("import sys\n"
                       "import transformer_viz.app.router, transformer_viz.app.examples, transformer_viz.app.about\n"
                       "import transformer_viz.plots.architecture, transformer_viz.plots.blocks\n"
-                      "print(sorted(m for m in ('torch', 'transformers', 'pandas') if m in sys.modules))") == "[]"
+                      "print(sorted(m for m in ('torch', 'transformers', 'pandas') if m in sys.modules), "
+                      "sys.modules['pandas'].__spec__._initializing, hasattr(sys.modules['pandas'], 'Series'))"
+                      ) == "['pandas'] False True"
 
 
 # --- what a script run reuses -------------------------------------------------------------------------------

@@ -9,6 +9,14 @@ from pathlib import Path
 import streamlit as st
 
 from transformer_viz.app import coldstart  # noqa: F401  # first: before any import that may bring torch
+
+# pandas is imported whole before any page runs. plotly looks for it in sys.modules without importing it
+# (optional_imports.get_module(..., should_load=False)) and then reads pandas.Series: while one script thread
+# imported pandas for the first time (a chart's CSV download), another thread's figure found it half
+# initialised and failed ("partially initialized module 'pandas' has no attribute 'Series'"), on a page
+# opened while a fresh server's first page reran. Every script run imports this module, and a thread that
+# finds it still being imported waits until it is.
+import pandas  # noqa: E402, F401
 from transformer_viz.app import frame, polling, runlog, sidebar, style, url
 from transformer_viz.app.navigation import DEFAULT_PAGE, PAGES
 
