@@ -20,54 +20,28 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the project root
 from bench.app_speed import chromium_pids, cpu_seconds, launch_browser, wait_for_run  # noqa: E402
-from tests.support.browser import (CHECKPOINTS_ENV, COUNT_RUNS_JS, PYTHON, ROOT, free_port,  # noqa: E402
-                                   stop_server)
+from tests.support.browser import COUNT_RUNS_JS, ROOT, start_server, stop_server  # noqa: E402
 
 TITLE = "Overview & translation"  # the app's first page; the yardstick page shows the same title
-SCRIPTS = {"yardstick page": ["bench/baseline_app.py"],
-           "yardstick page + one plotly chart": ["bench/baseline_app.py", "--", "--chart"],
-           "the app (first page)": ["app.py"]}
+# name -> (script, its arguments)
+SCRIPTS = {"yardstick page": ("bench/baseline_app.py", ()),
+           "yardstick page + one plotly chart": ("bench/baseline_app.py", ("--chart",)),
+           "the app (first page)": ("app.py", ())}
 
 
-def start(script: list[str]) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    env = {**os.environ, CHECKPOINTS_ENV: str(ROOT / "checkpoints")}
-    proc = subprocess.Popen([str(PYTHON), "-m", "streamlit", "run", script[0], "--server.port", str(port),
-                             "--server.address", "127.0.0.1", "--server.headless", "true",
-                             "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false", *script[1:]],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return proc, f"http://127.0.0.1:{port}"
-
-
-def wait_healthy(proc: subprocess.Popen, url: str, timeout_s: float) -> None:
-    t = time.perf_counter()
-    while time.perf_counter() - t < timeout_s:
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"streamlit did not answer within {timeout_s} s")
-
-
-def cold_start(browser, script: list[str], timeout_s: float) -> float:
+def cold_start(browser, script: tuple[str, tuple[str, ...]], timeout_s: float) -> float:
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     context.add_init_script(COUNT_RUNS_JS)
     page = context.new_page()
     t0 = time.perf_counter()
-    proc, url = start(script)
+    proc, url, _ = start_server(ROOT / "checkpoints", timeout_s=timeout_s, script=script[0], script_args=script[1])
     try:
-        wait_healthy(proc, url, timeout_s)
         page.goto(url)
         wait_for_run(page, 0, timeout_s, title=TITLE)
         return time.perf_counter() - t0
@@ -77,9 +51,9 @@ def cold_start(browser, script: list[str], timeout_s: float) -> float:
 
 
 def rerun_cpu(browser, reruns: int, timeout_s: float) -> list[float]:
-    proc, url = start(SCRIPTS["yardstick page"])
+    script, script_args = SCRIPTS["yardstick page"]
+    proc, url, _ = start_server(None, timeout_s=timeout_s, script=script, script_args=script_args)
     try:
-        wait_healthy(proc, url, timeout_s)
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         context.add_init_script(COUNT_RUNS_JS)
         page = context.new_page()

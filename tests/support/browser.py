@@ -98,9 +98,11 @@ def free_port() -> int:
 
 
 def start_server(checkpoints: Path | None, port: int | None = None, log_path: Path | None = None,
-                 timeout_s: float = 120, env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str, float]:
+                 timeout_s: float = 120, env: dict[str, str] | None = None, script: str = "app.py",
+                 script_args: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str, float]:
     """`streamlit run app.py` on 127.0.0.1; returns (process, url, seconds until /_stcore/health answered).
-    `env`: variables set for the server on top of this process's environment."""
+    `env`: variables set for the server on top of this process's environment; `script` and `script_args`:
+    another script of the project to run instead (a benchmark's yardstick page), and its own arguments."""
     port = port or free_port()
     env = {**os.environ, **(env or {})}
     if checkpoints is not None:
@@ -108,9 +110,10 @@ def start_server(checkpoints: Path | None, port: int | None = None, log_path: Pa
     log = open(log_path, "w") if log_path else subprocess.DEVNULL
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        [str(PYTHON if PYTHON.exists() else sys.executable), "-m", "streamlit", "run", "app.py",
+        [str(PYTHON if PYTHON.exists() else sys.executable), "-m", "streamlit", "run", script,
          "--server.headless", "true", "--server.port", str(port), "--server.address", "127.0.0.1",
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", "--server.runOnSave", "false"],
+         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", "--server.runOnSave", "false",
+         *(("--", *script_args) if script_args else ())],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     if log_path:
         log.close()  # the child keeps its own handle

@@ -76,7 +76,7 @@ def loading_in_background(name: str) -> bool:
             _background_allowed = False
             # The thread imports what the model needs (torch, tokenizers) and nothing that pages use
             # while it runs: plotly, for one, takes pandas from sys.modules without importing it, and
-            # would find it half imported.
+            # would find it half imported (the router imports pandas before any page runs, router.py).
             _BACKGROUND[name] = coldstart.in_background(f"load {name}", lambda: load_listed(DEFAULT_ARCH, name))
         future = _BACKGROUND.get(name)
     return future is not None and not future.done()
