@@ -9,7 +9,8 @@ else: no model, no figures. Run it in place of the app:
     .venv/bin/python bench/load_test.py --port 8601 --pages overview --sessions 20 --minutes 5 --interval 5
 
 With ``-- --chart`` it also draws one small plotly chart, so that the browser loads plotly.js as the app's
-first page does (bench/floors.py times both).
+first page does (bench/floors.py times both): three points while the text area is empty, then a bar per
+word of the sentence, so that a new sentence is a new figure, built, sent and drawn, as on the app's pages.
 """
 
 import sys
@@ -22,6 +23,8 @@ st.title("Overview & translation")  # the title of the app's default page: the l
 if "--chart" in sys.argv[1:]:
     import plotly.graph_objects as go
 
-    st.plotly_chart(go.Figure(go.Scatter(x=[1, 2, 3], y=[1, 3, 2])))
+    words = sentence.split()
+    st.plotly_chart(go.Figure(go.Bar(x=list(range(len(words))), y=[len(w) for w in words])) if words
+                    else go.Figure(go.Scatter(x=[1, 2, 3], y=[1, 3, 2])))
 st.text(sentence)
 st.query_params["s"] = sentence

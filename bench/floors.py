@@ -5,11 +5,13 @@ browser targets of bench/app_speed.py and bench/lecture_speed.py.
     yardstick page (bench/baseline_app.py: a text area, a title, a line of text), the same page with one
     small plotly chart (``-- --chart``: the browser loads plotly.js as the app's first page does) and the
     app (its first page with its chart, the trained checkpoints of checkpoints/), in turn, --rounds times.
-(2) browser CPU per rerun of the yardstick page: a new sentence typed in its text area, until the page shows
-    it, then 300 ms for the last layout pass, as app_speed.py's part (d) waits; CPU seconds of all Chromium
-    processes (/proc/<pid>/stat), --reruns times, median.
+(2) CPU per rerun of the yardstick page, without and with its chart (which then shows the sentence's words,
+    a new figure per sentence): a new sentence typed in its text area, until the page shows it, then 300 ms
+    for the last layout pass, as app_speed.py's part (d) waits; CPU seconds (/proc/<pid>/stat) of all
+    Chromium processes and of the server, --reruns times, median. The server's is the floor under the
+    proxy benchmark's CPU per sentence, beside the model's own (bench/model_cost.py).
 
-    .venv/bin/python bench/floors.py                 # 3 rounds, 12 reruns
+    .venv/bin/python bench/floors.py                 # 3 rounds, 12 reruns of each yardstick page
     .venv/bin/python bench/floors.py --rounds 5 --json floors.json
 """
 
@@ -33,6 +35,7 @@ TITLE = "Overview & translation"  # the app's first page; the yardstick page sho
 SCRIPTS = {"yardstick page": ("bench/baseline_app.py", ()),
            "yardstick page + one plotly chart": ("bench/baseline_app.py", ("--chart",)),
            "the app (first page)": ("app.py", ())}
+RERUN_PAGES = ("yardstick page", "yardstick page + one plotly chart")  # (2)
 
 
 def cold_start(browser, script: tuple[str, tuple[str, ...]], timeout_s: float) -> float:
@@ -50,9 +53,9 @@ def cold_start(browser, script: tuple[str, tuple[str, ...]], timeout_s: float) -
         context.close()
 
 
-def rerun_cpu(browser, reruns: int, timeout_s: float) -> list[float]:
-    script, script_args = SCRIPTS["yardstick page"]
-    proc, url, _ = start_server(None, timeout_s=timeout_s, script=script, script_args=script_args)
+def rerun_cpu(browser, script: tuple[str, tuple[str, ...]], reruns: int, timeout_s: float) -> dict[str, list[float]]:
+    """CPU seconds of Chromium and of the server per rerun of ``script`` (a yardstick page), each a list."""
+    proc, url, _ = start_server(None, timeout_s=timeout_s, script=script[0], script_args=script[1])
     try:
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         context.add_init_script(COUNT_RUNS_JS)
@@ -60,16 +63,18 @@ def rerun_cpu(browser, reruns: int, timeout_s: float) -> list[float]:
         page.goto(url)
         wait_for_run(page, 0, timeout_s, title=TITLE)
         area = page.get_by_label(re.compile(r"^Sentence")).first
-        out = []
+        out = {"browser": [], "server": []}
         for n in range(2 + reruns):  # the first two warm the page's code paths
-            before, c0 = page.evaluate("window.__stRuns"), cpu_seconds(chromium_pids())
+            before = page.evaluate("window.__stRuns")
+            c0, s0 = cpu_seconds(chromium_pids()), cpu_seconds([proc.pid])
             text = f"Ein Satz mit der Nummer {n} ."
             area.fill(text)
             area.press("Control+Enter")
             wait_for_run(page, before, timeout_s, sentence=text)
             page.wait_for_timeout(300)
             if n >= 2:
-                out.append(cpu_seconds(chromium_pids()) - c0)
+                out["browser"].append(cpu_seconds(chromium_pids()) - c0)
+                out["server"].append(cpu_seconds([proc.pid]) - s0)
         context.close()
         return out
     finally:
@@ -93,17 +98,19 @@ def main() -> None:
                 for name, script in SCRIPTS.items():
                     cold[name].append(cold_start(browser, script, args.timeout))
                     print(f"round {r + 1}: {name}: {cold[name][-1]:.2f} s", file=sys.stderr)
-            cpu = rerun_cpu(browser, args.reruns, args.timeout)
+            cpu = {name: rerun_cpu(browser, SCRIPTS[name], args.reruns, args.timeout) for name in RERUN_PAGES}
         finally:
             browser.close()
     print(f"load average: {os.getloadavg()[0]:.2f}")
     print("(1) cold start, launch -> page drawn: median (all)")
     for name, times in cold.items():
         print(f"    {name:36s} {statistics.median(times):5.2f} s  ({', '.join(f'{t:.2f}' for t in times)})")
-    print(f"(2) browser CPU per rerun of the yardstick page: median {statistics.median(cpu):.3f} s "
-          f"(min {min(cpu):.3f}, max {max(cpu):.3f}, {len(cpu)} reruns)")
+    print(f"(2) CPU seconds per rerun (a new sentence): median (min-max of {args.reruns} reruns)")
+    for name, parts in cpu.items():
+        print(f"    {name:36s} " + "  ".join(
+            f"{who} {statistics.median(v):.3f} ({min(v):.3f}-{max(v):.3f})" for who, v in parts.items()))
     if args.json:
-        args.json.write_text(json.dumps({"cold_start_s": cold, "yardstick_rerun_browser_cpu_s": cpu}, indent=1))
+        args.json.write_text(json.dumps({"cold_start_s": cold, "rerun_cpu_s": cpu}, indent=1))
 
 
 if __name__ == "__main__":

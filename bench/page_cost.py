@@ -1,0 +1,174 @@
+"""What a page visit costs the server, three ways: the other half of a student's cost, beside new sentences.
+
+(1) a first visit from a browser that has nothing cached, straight to one app process (`streamlit run app.py`):
+    the process serves Streamlit's frontend (about 7.6 MiB, a hundred files) as well as running the page;
+(2) the same first visits through deploy/nginx.conf, two app processes behind nginx (tests/support/proxy.py),
+    where nginx serves the frontend from its copy (docs/deployment.md §4): the CPU of both app processes, and
+    nginx's own apart;
+(3) a switch to another page in a session that is open (a click in the sidebar's navigation): the browser
+    keeps the frontend and its websocket, and the server runs the new page.
+
+Each visit is timed from the action until the page shows its title, no run is left and every chart is
+drawn, then 300 ms more (as bench/app_speed.py's part (d) waits); CPU seconds from /proc/<pid>/stat (user +
+system, the processes and their children). Before any visit is timed, every page is visited once (in
+(2), once per process), so the model is loaded and the default sentence's runs and figures are in the
+process's caches, as for a student who arrives after the first. Reported per page: the mean of --visits
+visits (the clock ticks in 10 ms steps, so a mean says more than a median), and the mean over the pages.
+
+    .venv/bin/python bench/page_cost.py                          # all three, every page, 3 visits each
+    .venv/bin/python bench/page_cost.py --skip-proxy --pages lecture,decoder --visits 5
+    .venv/bin/python bench/page_cost.py --json page_cost.json
+
+(2) needs nginx (`apt-get install nginx-light openssl`); without it, (2) is left out with a note.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the project root, for tests.support
+from bench.app_speed import launch_browser, nav_link, wait_for_run  # noqa: E402
+from bench.proxy_capacity import tree_cpu_seconds  # noqa: E402
+from tests.support.browser import (CHROMIUM, CHROMIUM_ARGS, COUNT_RUNS_JS, ROOT, app_pages, start_server,  # noqa: E402
+                                   stop_server)
+from tests.support.proxy import CHROMIUM_PROXY_ARGS, cluster, nginx_binary  # noqa: E402
+
+SETTLE_MS = 300  # plotly's last layout pass: part of drawing the page
+
+
+def page_url(base: str, info: dict) -> str:
+    return f"{base}/{'' if info['default'] else info['url_path']}"
+
+
+def first_visit(browser, base: str, info: dict, pids: list[int], timeout_s: float) -> float:
+    """CPU seconds of ``pids`` for one page opened by a browser context with nothing cached."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.add_init_script(COUNT_RUNS_JS)
+    try:
+        page = context.new_page()
+        page.set_default_timeout(timeout_s * 1000)
+        before = tree_cpu_seconds(pids)
+        page.goto(page_url(base, info))
+        wait_for_run(page, 0, timeout_s, title=info["title"])
+        page.wait_for_timeout(SETTLE_MS)
+        return tree_cpu_seconds(pids) - before
+    finally:
+        context.close()
+
+
+def first_visits(browser, base: str, pages: list[dict], pids: list[int], visits: int,
+                 timeout_s: float) -> dict[str, list[float]]:
+    for info in pages:  # not timed: loads the model, fills the caches
+        first_visit(browser, base, info, pids, timeout_s)
+    return {info["title"]: [first_visit(browser, base, info, pids, timeout_s) for _ in range(visits)]
+            for info in pages}
+
+
+def switches(browser, base: str, pages: list[dict], pids: list[int], visits: int,
+             timeout_s: float) -> dict[str, list[float]]:
+    """CPU seconds of ``pids`` per switch to each page in one open session, going round the pages."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.add_init_script(COUNT_RUNS_JS)
+    out: dict[str, list[float]] = {info["title"]: [] for info in pages}
+    try:
+        page = context.new_page()
+        page.set_default_timeout(timeout_s * 1000)
+        page.goto(page_url(base, pages[-1]))
+        wait_for_run(page, 0, timeout_s, title=pages[-1]["title"])
+        for round_ in range(1 + visits):  # the first round is not timed
+            for info in pages:
+                before_runs, before = page.evaluate("window.__stRuns"), tree_cpu_seconds(pids)
+                nav_link(page, info["title"]).click()
+                wait_for_run(page, before_runs, timeout_s, title=info["title"])
+                page.wait_for_timeout(SETTLE_MS)
+                if round_:
+                    out[info["title"]].append(tree_cpu_seconds(pids) - before)
+        return out
+    finally:
+        context.close()
+
+
+def summary(costs: dict[str, list[float]]) -> dict:
+    means = {title: statistics.mean(v) for title, v in costs.items()}
+    return {"per_page_mean_s": {t: round(m, 4) for t, m in means.items()},
+            "mean_over_pages_s": round(statistics.mean(means.values()), 4), "all_s": costs}
+
+
+def print_table(name: str, result: dict, extra: dict | None = None) -> None:
+    print(f"{name}: mean over the pages {result['mean_over_pages_s']:.3f} CPU-s")
+    for title, mean in result["per_page_mean_s"].items():
+        more = f"   nginx {extra['per_page_mean_s'][title]:.4f}" if extra else ""
+        print(f"    {title:45s} {mean:.3f}{more}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pages", help="only these pages, by url_path, comma-separated (default: every page)")
+    parser.add_argument("--visits", type=int, default=3, help="timed visits of each page in each part")
+    parser.add_argument("--checkpoints", type=Path, default=ROOT / "checkpoints")
+    parser.add_argument("--skip-proxy", action="store_true", help="leave out (2), the visits through nginx")
+    parser.add_argument("--timeout", type=float, default=120, help="bound on every wait, in seconds")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args()
+    wanted = set(args.pages.split(",")) if args.pages else None
+    pages = [info for info in app_pages() if wanted is None or info["url_path"] in wanted]
+    from playwright.sync_api import sync_playwright
+
+    results: dict = {"load_average_before": os.getloadavg()[0]}
+    with sync_playwright() as p:
+        browser = launch_browser(p)
+        try:
+            proc, url, _ = start_server(args.checkpoints, timeout_s=args.timeout)
+            try:
+                results["first_visit_direct"] = summary(first_visits(browser, url, pages, [proc.pid], args.visits,
+                                                                     args.timeout))
+                results["switch"] = summary(switches(browser, url, pages, [proc.pid], args.visits, args.timeout))
+            finally:
+                stop_server(proc)
+        finally:
+            browser.close()
+        if not args.skip_proxy and nginx_binary():
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                        args=CHROMIUM_ARGS + CHROMIUM_PROXY_ARGS)
+            try:
+                with tempfile.TemporaryDirectory(prefix="transformer-viz-page-cost-") as workdir, \
+                        cluster(Path(workdir), args.checkpoints, args.timeout) as c:
+                    apps = [proc.pid for proc in c.apps.values()]
+                    nginx = c.nginx_workers()
+                    app_costs: dict[str, list[float]] = {}
+                    nginx_costs: dict[str, list[float]] = {}
+                    for info in pages:  # not timed: one visit per process (nginx deals first visits round robin)
+                        for _ in apps:
+                            first_visit(browser, c.url, info, apps, args.timeout)
+                    for info in pages:
+                        app_costs[info["title"]], nginx_costs[info["title"]] = [], []
+                        for _ in range(args.visits):
+                            n0 = tree_cpu_seconds(nginx)
+                            app_costs[info["title"]].append(first_visit(browser, c.url, info, apps, args.timeout))
+                            nginx_costs[info["title"]].append(tree_cpu_seconds(nginx) - n0)
+                    results["first_visit_nginx"] = summary(app_costs)
+                    results["first_visit_nginx_nginx_itself"] = summary(nginx_costs)
+            finally:
+                browser.close()
+        elif not args.skip_proxy:
+            print("(2) left out: no nginx on this machine (apt-get install nginx-light openssl)", file=sys.stderr)
+    results["load_average_after"] = os.getloadavg()[0]
+    print(f"load average: {results['load_average_before']:.2f} before, {results['load_average_after']:.2f} after")
+    print_table("(1) first visit, straight to one app process: the app process's CPU", results["first_visit_direct"])
+    if "first_visit_nginx" in results:
+        print_table("(2) first visit through nginx: both app processes' CPU (and nginx's)",
+                    results["first_visit_nginx"], results["first_visit_nginx_nginx_itself"])
+    print_table("(3) switch to the page in an open session: the app process's CPU", results["switch"])
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
