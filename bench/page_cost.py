@@ -6,7 +6,9 @@
     where nginx serves the frontend from its copy (docs/deployment.md §4): the CPU of both app processes, and
     nginx's own apart;
 (3) a switch to another page in a session that is open (a click in the sidebar's navigation): the browser
-    keeps the frontend and its websocket, and the server runs the new page.
+    keeps the frontend and its websocket, and the server runs the new page; (3') the same with a new
+    sentence typed before each switch (not timed), so that the page switched to runs a sentence it has not
+    shown yet: what a student who types and then moves on costs.
 
 Each visit is timed from the action until the page shows its title, no run is left and every chart is
 drawn, then 300 ms more (as bench/app_speed.py's part (d) waits); CPU seconds from /proc/<pid>/stat (user +
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -70,9 +73,12 @@ def first_visits(browser, base: str, pages: list[dict], pids: list[int], visits:
             for info in pages}
 
 
-def switches(browser, base: str, pages: list[dict], pids: list[int], visits: int,
-             timeout_s: float) -> dict[str, list[float]]:
-    """CPU seconds of ``pids`` per switch to each page in one open session, going round the pages."""
+def switches(browser, base: str, pages: list[dict], pids: list[int], visits: int, timeout_s: float,
+             typed: bool = False) -> dict[str, list[float]]:
+    """CPU seconds of ``pids`` per switch to each page in one open session, going round the pages. ``typed``: a
+    new sentence is typed on the page before each switch (not timed), so that the page switched to meets a
+    sentence it has not shown yet and may need more of the model than the page before did (a traced pass,
+    beam search, the recurrent models)."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     context.add_init_script(COUNT_RUNS_JS)
     out: dict[str, list[float]] = {info["title"]: [] for info in pages}
@@ -82,7 +88,14 @@ def switches(browser, base: str, pages: list[dict], pids: list[int], visits: int
         page.goto(page_url(base, pages[-1]))
         wait_for_run(page, 0, timeout_s, title=pages[-1]["title"])
         for round_ in range(1 + visits):  # the first round is not timed
-            for info in pages:
+            for k, info in enumerate(pages):
+                if typed:
+                    text = f"Ein Mann und eine Frau sehen {round_ * len(pages) + k + 2} Hunde im Park ."
+                    before_runs = page.evaluate("window.__stRuns")
+                    area = page.get_by_label(re.compile(r"^Sentence")).first
+                    area.fill(text)
+                    area.press("Control+Enter")
+                    wait_for_run(page, before_runs, timeout_s, sentence=text)
                 before_runs, before = page.evaluate("window.__stRuns"), tree_cpu_seconds(pids)
                 nav_link(page, info["title"]).click()
                 wait_for_run(page, before_runs, timeout_s, title=info["title"])
@@ -130,6 +143,8 @@ def main() -> None:
                 results["first_visit_direct"] = summary(first_visits(browser, url, pages, [proc.pid], args.visits,
                                                                      args.timeout))
                 results["switch"] = summary(switches(browser, url, pages, [proc.pid], args.visits, args.timeout))
+                results["switch_after_new_sentence"] = summary(switches(browser, url, pages, [proc.pid], args.visits,
+                                                                        args.timeout, typed=True))
             finally:
                 stop_server(proc)
         finally:
@@ -166,6 +181,8 @@ def main() -> None:
         print_table("(2) first visit through nginx: both app processes' CPU (and nginx's)",
                     results["first_visit_nginx"], results["first_visit_nginx_nginx_itself"])
     print_table("(3) switch to the page in an open session: the app process's CPU", results["switch"])
+    print_table("(3') the same, a new sentence typed on the page before (not timed)",
+                results["switch_after_new_sentence"])
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
 
