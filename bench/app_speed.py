@@ -32,8 +32,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the project root, for tests.support
 from tests.support.browser import (CHECKPOINTS_ENV, CHROMIUM, CHROMIUM_ARGS, COUNT_RUNS_JS,  # noqa: E402, F401
-                                   PAGE_ERRORS_JS, ROOT, RUN_DONE_JS, app_pages, children, default_page, process_tree,
-                                   start_server, stop_server)
+                                   PAGE_ERRORS_JS, ROOT, RUN_DONE_JS, app_pages, children, default_page, page_url,
+                                   process_tree, start_server, stop_server)
 
 TARGETS = {"rerun_ms": 200, "cold_start_s": 10, "rss_mib": 1024}
 
@@ -150,8 +150,9 @@ def measure_reruns(checkpoints: Path, name: str | None, n_tokens: int, reruns: i
 
 # --- (b) cold start and (c) memory in the browser -------------------------------------------------------
 
-def launch_browser(playwright):
-    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+def launch_browser(playwright, extra_args: list[str] | tuple[str, ...] = ()):
+    """Debian's Chromium, headless, with the flags every test and benchmark uses (and ``extra_args``)."""
+    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=[*CHROMIUM_ARGS, *extra_args])
 
 
 def nav_link(page, title: str):
@@ -217,7 +218,7 @@ def measure_cpu(browser, url: str, server_pid: int, commits: int, timeout_s: flo
         page.set_default_timeout(timeout_s * 1000)
         received = count_received_bytes(page)
         b0, s0 = cpu_seconds(chromium_pids()), cpu_seconds([server_pid])
-        page.goto(f"{url}/{'' if info['default'] else info['url_path']}")
+        page.goto(page_url(url, info))
         wait_for_run(page, 0, timeout_s, title=info["title"])
         b1, s1 = cpu_seconds(chromium_pids()), cpu_seconds([server_pid])
         open_bytes = received[0]

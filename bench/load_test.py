@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the project root, for tests.support
 from tests.support.browser import (CHROMIUM, CHROMIUM_ARGS, COUNT_RUNS_JS, PAGE_ERRORS_JS, ROOT,  # noqa: E402
-                                   RUN_DONE_JS, app_pages, default_page, start_server, stop_server)
+                                   RUN_DONE_JS, app_pages, default_page, page_url, start_server, stop_server)
 from app_speed import WORDS, nav_link, pid_listening_on, rss_bytes, sentence_language  # noqa: E402
 
 MIB = 2**20
@@ -92,7 +92,7 @@ class Session:
     async def goto(self, page: dict | None = None) -> None:
         """Load `page` (None: the default page) and wait until its run is over and its charts are drawn."""
         page = page or default_page()
-        await self.page.goto(f"{self.url}/{'' if page['default'] else page['url_path']}")
+        await self.page.goto(page_url(self.url, page))
         await self.wait(0, title=page["title"])  # a fast first run may never show as "running"
 
     def area(self):

@@ -38,39 +38,46 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the project root, for tests.support
 from bench.app_speed import launch_browser, nav_link, wait_for_run  # noqa: E402
 from bench.proxy_capacity import tree_cpu_seconds  # noqa: E402
-from tests.support.browser import (CHROMIUM, CHROMIUM_ARGS, COUNT_RUNS_JS, ROOT, app_pages, start_server,  # noqa: E402
-                                   stop_server)
+from tests.support.browser import COUNT_RUNS_JS, ROOT, app_pages, page_url, start_server, stop_server  # noqa: E402
 from tests.support.proxy import CHROMIUM_PROXY_ARGS, cluster, nginx_binary  # noqa: E402
 
 SETTLE_MS = 300  # plotly's last layout pass: part of drawing the page
 
 
-def page_url(base: str, info: dict) -> str:
-    return f"{base}/{'' if info['default'] else info['url_path']}"
-
-
-def first_visit(browser, base: str, info: dict, pids: list[int], timeout_s: float) -> float:
-    """CPU seconds of ``pids`` for one page opened by a browser context with nothing cached."""
+def first_visit(browser, base: str, info: dict, pids: list[int], timeout_s: float,
+                others: list[int] | tuple[int, ...] = ()) -> tuple[float, float]:
+    """CPU seconds of ``pids``, and of ``others`` apart, for one page opened by a browser context with nothing
+    cached."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     context.add_init_script(COUNT_RUNS_JS)
     try:
         page = context.new_page()
         page.set_default_timeout(timeout_s * 1000)
-        before = tree_cpu_seconds(pids)
+        before, before_others = tree_cpu_seconds(pids), tree_cpu_seconds(others)
         page.goto(page_url(base, info))
         wait_for_run(page, 0, timeout_s, title=info["title"])
         page.wait_for_timeout(SETTLE_MS)
-        return tree_cpu_seconds(pids) - before
+        return tree_cpu_seconds(pids) - before, tree_cpu_seconds(others) - before_others
     finally:
         context.close()
 
 
-def first_visits(browser, base: str, pages: list[dict], pids: list[int], visits: int,
-                 timeout_s: float) -> dict[str, list[float]]:
-    for info in pages:  # not timed: loads the model, fills the caches
-        first_visit(browser, base, info, pids, timeout_s)
-    return {info["title"]: [first_visit(browser, base, info, pids, timeout_s) for _ in range(visits)]
-            for info in pages}
+def first_visits(browser, base: str, pages: list[dict], pids: list[int], visits: int, timeout_s: float,
+                 others: list[int] | tuple[int, ...] = ()) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """:func:`first_visit` ``visits`` times per page, after one untimed visit per process in ``pids`` (it loads
+    the model and fills the caches; a first visit goes to any process): per page, the CPU of ``pids`` and of
+    ``others``."""
+    for info in pages:
+        for _ in pids:
+            first_visit(browser, base, info, pids, timeout_s)
+    costs: dict[str, list[float]] = {info["title"]: [] for info in pages}
+    costs_others: dict[str, list[float]] = {info["title"]: [] for info in pages}
+    for info in pages:
+        for _ in range(visits):
+            cpu, cpu_others = first_visit(browser, base, info, pids, timeout_s, others)
+            costs[info["title"]].append(cpu)
+            costs_others[info["title"]].append(cpu_others)
+    return costs, costs_others
 
 
 def switches(browser, base: str, pages: list[dict], pids: list[int], visits: int, timeout_s: float,
@@ -140,8 +147,8 @@ def main() -> None:
         try:
             proc, url, _ = start_server(args.checkpoints, timeout_s=args.timeout)
             try:
-                results["first_visit_direct"] = summary(first_visits(browser, url, pages, [proc.pid], args.visits,
-                                                                     args.timeout))
+                app, _ = first_visits(browser, url, pages, [proc.pid], args.visits, args.timeout)
+                results["first_visit_direct"] = summary(app)
                 results["switch"] = summary(switches(browser, url, pages, [proc.pid], args.visits, args.timeout))
                 results["switch_after_new_sentence"] = summary(switches(browser, url, pages, [proc.pid], args.visits,
                                                                         args.timeout, typed=True))
@@ -150,26 +157,14 @@ def main() -> None:
         finally:
             browser.close()
         if not args.skip_proxy and nginx_binary():
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                        args=CHROMIUM_ARGS + CHROMIUM_PROXY_ARGS)
+            browser = launch_browser(p, CHROMIUM_PROXY_ARGS)
             try:
                 with tempfile.TemporaryDirectory(prefix="transformer-viz-page-cost-") as workdir, \
                         cluster(Path(workdir), args.checkpoints, args.timeout) as c:
-                    apps = [proc.pid for proc in c.apps.values()]
-                    nginx = c.nginx_workers()
-                    app_costs: dict[str, list[float]] = {}
-                    nginx_costs: dict[str, list[float]] = {}
-                    for info in pages:  # not timed: one visit per process (nginx deals first visits round robin)
-                        for _ in apps:
-                            first_visit(browser, c.url, info, apps, args.timeout)
-                    for info in pages:
-                        app_costs[info["title"]], nginx_costs[info["title"]] = [], []
-                        for _ in range(args.visits):
-                            n0 = tree_cpu_seconds(nginx)
-                            app_costs[info["title"]].append(first_visit(browser, c.url, info, apps, args.timeout))
-                            nginx_costs[info["title"]].append(tree_cpu_seconds(nginx) - n0)
-                    results["first_visit_nginx"] = summary(app_costs)
-                    results["first_visit_nginx_nginx_itself"] = summary(nginx_costs)
+                    app, nginx = first_visits(browser, c.url, pages, [proc.pid for proc in c.apps.values()],
+                                              args.visits, args.timeout, others=c.nginx_workers())
+                    results["first_visit_nginx"] = summary(app)
+                    results["first_visit_nginx_nginx_itself"] = summary(nginx)
             finally:
                 browser.close()
         elif not args.skip_proxy:

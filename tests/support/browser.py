@@ -91,6 +91,11 @@ def default_page() -> dict:
     return next(p for p in app_pages() if p["default"])
 
 
+def page_url(base: str, info: dict) -> str:
+    """The address of one of :func:`app_pages` on the app at ``base``: the default page at the root."""
+    return f"{base}/{'' if info['default'] else info['url_path']}"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
