@@ -35,7 +35,7 @@ from transformer_viz.checkpoints import load_checkpoint  # noqa: E402
 from transformer_viz.engine import run_sentence  # noqa: E402
 from transformer_viz.plots.common import token_labels  # noqa: E402
 from transformer_viz.plots.heads import head_drop_figure, lens_figure, token_prob_figure  # noqa: E402
-from transformer_viz.text import explain as X  # noqa: E402
+from transformer_viz.interpret import explain as X  # noqa: E402
 from transformer_viz.text.corpora import read_any_split  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

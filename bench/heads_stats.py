@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from transformer_viz.checkpoints import load_checkpoint  # noqa: E402
 from transformer_viz.engine import run_sentence  # noqa: E402
-from transformer_viz.text import explain as X  # noqa: E402
+from transformer_viz.interpret import explain as X  # noqa: E402
 from transformer_viz.text.corpora import read_any_split  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "heads_stats.json"

@@ -3,7 +3,6 @@
     python bench/hf_speed.py --threads 2                          # all of test_2016_flickr, four cells
     python bench/hf_speed.py --threads 2 --limit 320 --json out.json
     python bench/hf_speed.py --threads 2 --profile                # also: where the time goes
-    python bench/hf_speed.py --threads 2 --module-steps           # also: ours without incremental.py
 
 The checkpoint is exported to a transformers directory (MarianMTModel) and, when ctranslate2 is installed,
 converted to a CTranslate2 model (transformer_viz/interop/ctranslate2.py), loaded as float32 and as int8. Every engine decodes
@@ -60,23 +59,6 @@ class Ours:
         return beam_search(self.model, src, beam_size=beam, alpha=self.alpha, record=False).tokens
 
 
-class OursModules(Ours):
-    """Our engine with the model's own start_state/decode_step (its modules) in place of incremental.py's
-    faster path: what that path is worth."""
-
-    name = "ours-modules"
-
-    def translate(self, rows: list[list[int]], beam: int) -> list[list[int]]:
-        from transformer_viz.models import incremental
-
-        usable = incremental.usable
-        incremental.usable = lambda model: False
-        try:
-            return super().translate(rows, beam)
-        finally:
-            incremental.usable = usable
-
-
 class Transformers:
     name = "transformers"
 
@@ -121,8 +103,6 @@ def build_engines(ckpt, args, work: Path) -> list:
     """Ours, transformers on the exported directory, and CTranslate2 in each compute type when installed."""
     alpha = ckpt.generation.length_penalty
     engines = [Ours(ckpt, alpha), Transformers(load_transformers(ckpt, work / "hf"), ckpt.config, alpha)]
-    if args.module_steps:
-        engines.append(OursModules(ckpt, alpha))
     if importlib.util.find_spec("ctranslate2") is None:
         print("ctranslate2 is not installed: its columns are left out (pip install -r bench/requirements.txt)")
         return engines
@@ -276,8 +256,6 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="alternation rounds per cell")
     parser.add_argument("--cells", nargs="*", help="e.g. greedy@32 beam5@1 (default: all four)")
     parser.add_argument("--ct2-types", nargs="*", default=["float32", "int8"], help="CTranslate2 compute types")
-    parser.add_argument("--module-steps", action="store_true",
-                        help="also: our engine on the model's own modules instead of incremental.py")
     parser.add_argument("--profile", action="store_true",
                         help="also: ours and transformers by torch operator (batch 32), and ms per output token at "
                              "batch 1 for this model and for a d_model-32 one (the fixed cost per step)")

@@ -1,6 +1,6 @@
 """A product x W^T with few rows, from a cold cache: the weight row-major (d_out, d_in), as nn.Linear keeps it
 and F.linear reads it, against a transposed contiguous copy (d_in, d_out), as
-transformer_viz/models/incremental.py reads it for up to FEW_ROWS rows.
+transformer_viz/models/products.py reads it for up to FEW_ROWS rows.
 
     python bench/layout_speed.py --threads 2
     python bench/layout_speed.py --threads 2 --checkpoint checkpoints/de-en --rows 1 5 8 16 32

@@ -34,7 +34,8 @@ from transformer_viz import engine
 from transformer_viz.checkpoints import Checkpoint, CheckpointError, checkpoint_arch, load_checkpoint
 from transformer_viz.core.paths import CHECKPOINTS_DIR
 from transformer_viz.models.registry import DEFAULT_ARCH
-from transformer_viz.models.transformer import sinusoidal_positional_encoding, trace_names
+from transformer_viz.models.transformer import sinusoidal_positional_encoding
+from transformer_viz.models.transformer_names import trace_names
 from transformer_viz.plots import attention as attention_plots
 from transformer_viz.plots import embeddings as embedding_plots
 from transformer_viz.plots import positional as positional_plots

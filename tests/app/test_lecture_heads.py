@@ -1,5 +1,5 @@
 """The lecture's step "What does a head do?": its text quotes the per-head drops its figure draws, which are
-text/explain.py's, and the step links to the page."""
+interpret/explain.py's, and the step links to the page."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from transformer_viz.app import lecture
 from transformer_viz.app.lecture.figures import fig_heads
 from transformer_viz.app.lecture.texts import text_heads
 from transformer_viz.engine import run_sentence
-from transformer_viz.text.explain import heads_run
+from transformer_viz.interpret.explain import heads_run
 
 
 def test_the_heads_step_quotes_the_drops_it_draws(tiny_checkpoint):

@@ -1,4 +1,4 @@
-"""The page "What does a head do?" through AppTest: every step, with the numbers of text/explain.py, and heads
+"""The page "What does a head do?" through AppTest: every step, with the numbers of interpret/explain.py, and heads
 switched off from the URL."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import numpy as np
 from tests.support.apptest import SENTENCE, chart, rerun
 from tests.support.figures import array
 from transformer_viz.engine import run_sentence
-from transformer_viz.models.heads import all_heads, parse_heads
-from transformer_viz.text import explain as X
+from transformer_viz.interpret.ablation import all_heads, parse_heads
+from transformer_viz.interpret import explain as X
 
 PAGE = "transformer_viz/app/pages/heads.py"
 

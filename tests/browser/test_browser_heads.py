@@ -1,5 +1,5 @@
 """The page "What does a head do?" in headless Chromium: switching heads off in the multiselect updates the
-translation area (to what text/explain.py decodes with them off) and the URL."""
+translation area (to what interpret/explain.py decodes with them off) and the URL."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from tests.browser.test_browser import (FIRST_SENTENCE, act_and_wait, app_url, a
                                         browser, page, wait_for_run)
 from tests.support.browser import CHROMIUM
 from transformer_viz.engine import run_sentence
-from transformer_viz.models.heads import parse_heads
-from transformer_viz.text.explain import translation_with_heads_off
+from transformer_viz.interpret.ablation import parse_heads
+from transformer_viz.interpret.explain import translation_with_heads_off
 
 pytestmark = [
     pytest.mark.browser,

@@ -1,4 +1,4 @@
-"""``explain`` and ``translate --heads-off`` on the tiny checkpoint: the numbers of text/explain.py, as JSON."""
+"""``explain`` and ``translate --heads-off`` on the tiny checkpoint: the numbers of interpret/explain.py, as JSON."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 
 from tests.unit.test_cli import SENTENCE, run_cli
 from transformer_viz.engine import run_sentence
-from transformer_viz.models.heads import parse_heads
-from transformer_viz.text import explain as X
+from transformer_viz.interpret.ablation import parse_heads
+from transformer_viz.interpret import explain as X
 
 
 def test_explain_json_per_target_token(checkpoint_dir, tiny_checkpoint, capsys):

@@ -122,15 +122,19 @@ def test_attention_runs_without_a_mask_only_when_nothing_is_padded(tiny_model):
     assert torch.allclose(fused, explicit, atol=1e-5)
 
 
-def test_the_fast_step_writes_what_the_models_own_step_writes(shipped, monkeypatch):
-    """incremental.py (transposed weights for few rows, the encoder on real tokens only) against the model's
-    modules: the whole padded batch and every sentence alone, greedy and beam 5."""
-    from transformer_viz.models import incremental
+def test_the_products_layouts_write_what_plain_products_write(shipped, monkeypatch):
+    """models/products.py (transposed weights for few rows, fused Q|K|V) against plain F.linear on each
+    weight: the whole padded batch and every sentence alone, greedy and beam 5."""
+    import torch.nn.functional as F
+
+    from transformer_viz.models import products
 
     model, src = shipped
     runs = {}
+    layouts = products.project
+    plain = lambda x, weights, biases: tuple(F.linear(x, w, b) for w, b in zip(weights, biases))  # noqa: E731
     for fast in (True, False):
-        monkeypatch.setattr(incremental, "usable", lambda m, fast=fast: fast)
+        monkeypatch.setattr(products, "project", layouts if fast else plain)
         alone = [row[row != model.cfg.pad_id][None] for row in src]  # (1, S_i) each
         runs[fast] = [greedy_decode(model, src, max_len=30, record=False).tokens,
                       beam_search(model, src, beam_size=5, max_len=30, alpha=1.4, record=False).tokens,

@@ -1,4 +1,4 @@
-"""Heads switched off, the logit lens and the attributions (models/heads.py, text/explain.py) against what
+"""Heads switched off, the logit lens and the attributions (interpret/ablation.py, interpret/explain.py) against what
 they claim: the model itself with no head off, a model whose W_O slice is zeroed by hand, one head at a
 time, the model's own output distribution, completeness, and finite differences."""
 
@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-from transformer_viz.models import heads as H
+from transformer_viz.interpret import ablation as H
+from transformer_viz.interpret import explain as X
+from transformer_viz.interpret.lens import forward_with_streams
 from transformer_viz.models.config import preset
 from transformer_viz.models.transformer import Transformer
-from transformer_viz.text import explain as X
 from transformer_viz.text.decoding import greedy_decode
 
 V = 40
@@ -34,8 +35,9 @@ def test_no_head_off_reproduces_the_models_logits_exactly(pre_ln):
     src = torch.tensor([SRC, SRC[:4] + [0, 0, 0]])  # the second row padded
     tgt = torch.tensor([TGT, TGT[:3] + [0, 0, 0]])
     expected = model(src, tgt)
-    assert torch.equal(H.forward(model, src, tgt)[0], expected)
-    assert torch.equal(H.forward(model, src, tgt, H.keep_mask(model.cfg, [[], []]))[0], expected)
+    assert torch.equal(forward_with_streams(model, src, tgt)[0], expected)
+    no_head_off = H.ablation_hooks(H.keep_mask(model.cfg, [[], []]))
+    assert torch.equal(forward_with_streams(model, src, tgt, no_head_off)[0], expected)
 
 
 def _zero_w_o_slice(model: Transformer, head: H.Head) -> Transformer:
@@ -53,7 +55,7 @@ def _zero_w_o_slice(model: Transformer, head: H.Head) -> Transformer:
 def test_one_head_off_equals_a_model_with_that_heads_w_o_slice_zeroed(head):
     model = tiny()
     src, tgt = torch.tensor([SRC]), torch.tensor([TGT])
-    off = H.forward(model, src, tgt, H.keep_mask(model.cfg, [[head]]))[0]
+    off = model(src, tgt, hooks=H.ablation_hooks(H.keep_mask(model.cfg, [[head]])))
     by_hand = _zero_w_o_slice(model, head)(src, tgt)
     torch.testing.assert_close(off, by_hand, rtol=1e-5, atol=1e-5)
     assert (off - model(src, tgt)).abs().max() > 1e-3  # the head did something: the test is not vacuous
@@ -128,7 +130,7 @@ def test_gradient_times_input_matches_finite_differences():
     for s in (0, 3, 6):
         direction = torch.zeros_like(e)
         direction[s] = e[s]  # scale token s's embedding: d/dε f(e + ε e_s) = Σ_d e_sd ∂f/∂e_sd
-        f = [X._token_logp(H.forward(model, src, tgt, src_embedding=(e + sign * eps * direction)[None])[0],
+        f = [X._token_logp(model(src, tgt, hooks=X._embedding_hooks((e + sign * eps * direction)[None])),
                            predicted)[0] for sign in (1, -1)]
         estimate = ((f[0] - f[1]) / (2 * eps)).detach().numpy()
         np.testing.assert_allclose(gxi[:, s], estimate, rtol=1e-5, atol=1e-7)

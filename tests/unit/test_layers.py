@@ -21,6 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("plots",),  # pure figures: numpy and plotly in, a Figure out
     ("models",),  # the model families, their configs and trace names, the registry
     ("text",),  # tokenizer, corpora, decoding and its defaults, evaluation, input checks, analysis
+    ("interpret",),  # experiments on the forward pass's hooks: heads off, the lens, attributions
     ("vision",),  # the digits and the canvases: data and scoring
     ("checkpoints",),  # the file format, loading through the registry, saving, cards
     ("interop",),  # transformers export, CTranslate2

@@ -10,8 +10,8 @@ import torch
 from transformer_viz.core.trace import Trace
 from transformer_viz.models.config import ModelConfig, preset
 from transformer_viz.models.trace_docs import names_markdown
-from transformer_viz.models.transformer import (Transformer, sinusoidal_positional_encoding, trace_names,
-                                                transformerlens_hook)
+from transformer_viz.models.transformer import Transformer, sinusoidal_positional_encoding
+from transformer_viz.models.transformer_names import trace_names, transformerlens_hook
 from transformer_viz.text.decoding import beam_search, greedy_decode
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.support.figures import assert_readable_diagram
-from transformer_viz.models.transformer import trace_names
+from transformer_viz.models.transformer_names import trace_names
 from transformer_viz.plots import shapes as shp
 
 

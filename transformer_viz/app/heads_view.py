@@ -1,7 +1,7 @@
 """What the page "What does a head do?" (pages/heads.py) computes and keeps: the heads switched off (in the
 URL as ``off=enc.0.3,cross.2.5``), the ablation and logit-lens numbers, and the attributions, each computed
 once per (checkpoint, sentence, …) and shared read-only between sessions. The numbers themselves come from
-text/explain.py, as for ``python -m transformer_viz explain``."""
+interpret/explain.py, as for ``python -m transformer_viz explain``."""
 
 from __future__ import annotations
 
@@ -38,8 +38,8 @@ def heads_off_choice(sel: Selection, names: list[str]) -> list[str]:
 def heads_numbers(checkpoint: str, sentence: str, heads_off: tuple[str, ...]):
     """The ablation bars, both probabilities per token and the logit lens (one batched pass), and the greedy
     translation with ``heads_off`` off (IDs and text)."""
-    from transformer_viz.models.heads import parse_heads
-    from transformer_viz.text.explain import heads_run, translation_with_heads_off
+    from transformer_viz.interpret.ablation import parse_heads
+    from transformer_viz.interpret.explain import heads_run, translation_with_heads_off
 
     ckpt, run = loaders.get_checkpoint(checkpoint), loaders.get_run(checkpoint, sentence)
     heads = parse_heads(heads_off, ckpt.config)
@@ -52,7 +52,7 @@ def heads_numbers(checkpoint: str, sentence: str, heads_off: tuple[str, ...]):
 def lens(checkpoint: str, sentence: str, final_norm: bool = True) -> dict:
     """The logit lens of the sentence's run (one row, every head on); ``final_norm=False``: a Pre-LN model's
     lens without its final LayerNorm (what borrowing it changes)."""
-    from transformer_viz.text.explain import logit_lens
+    from transformer_viz.interpret.explain import logit_lens
 
     ckpt, run = loaders.get_checkpoint(checkpoint), loaders.get_run(checkpoint, sentence)
     return logit_lens(ckpt.model, run.src_ids, run.tgt_ids, final_norm=final_norm)
@@ -63,7 +63,7 @@ def lens(checkpoint: str, sentence: str, final_norm: bool = True) -> dict:
 def attributions(checkpoint: str, sentence: str, steps: int):
     """Integrated gradients (T, S) with f_t(e) − f_t(e') (T,), and gradient × input (T, S): slower than the rest
     of the page (seconds), so computed once per sentence and step count."""
-    from transformer_viz.text.explain import gradient_x_input, integrated_gradients
+    from transformer_viz.interpret.explain import gradient_x_input, integrated_gradients
 
     ckpt, run = loaders.get_checkpoint(checkpoint), loaders.get_run(checkpoint, sentence)
     ig, delta = integrated_gradients(ckpt.model, run.src_ids, run.tgt_ids, steps)
@@ -72,8 +72,8 @@ def attributions(checkpoint: str, sentence: str, steps: int):
 
 @st.cache_resource(show_spinner="Translating with that head off…", max_entries=32, ttl=3600)
 def translation_off(checkpoint: str, sentence: str, heads_off: tuple[str, ...]) -> str:
-    from transformer_viz.models.heads import parse_heads
-    from transformer_viz.text.explain import translation_with_heads_off
+    from transformer_viz.interpret.ablation import parse_heads
+    from transformer_viz.interpret.explain import translation_with_heads_off
 
     ckpt, run = loaders.get_checkpoint(checkpoint), loaders.get_run(checkpoint, sentence)
     return translation_with_heads_off(ckpt, run.src_ids, parse_heads(heads_off, ckpt.config))[1]

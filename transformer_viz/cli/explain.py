@@ -1,5 +1,5 @@
 """``explain``: which source words one translation used and what each decoder layer already guessed, per target
-token (the table of the page "What does a head do?", from the same library functions, text/explain.py); and
+token (the table of the page "What does a head do?", from the same library functions, interpret/explain.py); and
 ``translate --heads-off``'s decoding with heads switched off (cli/translation.py)."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def require_transformer(ckpt) -> None:
 
 def parse_heads_flag(ckpt, spec: str):
     """``--heads-off enc.L.H,dec.L.H,cross.L.H`` -> heads; InputError for one the model does not have."""
-    from transformer_viz.models.heads import parse_heads
+    from transformer_viz.interpret.ablation import parse_heads
     from transformer_viz.text.tokenizer import InputError
 
     try:
@@ -36,7 +36,7 @@ def explain_json(ckpt, sentence: str, steps: int) -> dict:
     """Everything ``explain`` prints, for one sentence: its tokens, the greedy translation, integrated gradients'
     step count and completeness gap, and the per-token rows (text.explain.explanation_rows)."""
     from transformer_viz.engine import run_sentence
-    from transformer_viz.text import explain as X
+    from transformer_viz.interpret import explain as X
 
     run = run_sentence(ckpt, sentence)
     model = ckpt.model
@@ -76,7 +76,7 @@ def cmd_explain(args) -> int:
 
 def translate_heads_off(ckpt, sentence: str, spec: str) -> str:
     """The greedy translation with the heads of ``spec`` switched off (what ``translate --heads-off`` prints)."""
-    from transformer_viz.text.explain import translation_with_heads_off
+    from transformer_viz.interpret.explain import translation_with_heads_off
     from transformer_viz.text.tokenizer import encode_source
 
     require_transformer(ckpt)
@@ -90,7 +90,7 @@ def translate_heads_off(ckpt, sentence: str, spec: str) -> str:
 def add_commands(sub) -> None:
     from transformer_viz.checkpoints import DTYPES
     from transformer_viz.cli.common import DEFAULT_CHECKPOINT
-    from transformer_viz.text.explain import IG_STEPS
+    from transformer_viz.interpret.explain import IG_STEPS
 
     p = sub.add_parser("explain", help="per target token: attention, attribution (IG, grad×input), logit lens")
     p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT), help="checkpoint directory")

@@ -29,6 +29,15 @@ class Trace:
             tensor = tensor.detach().to("cpu", copy=True)
         self._tensors[name] = tensor.detach()
 
+    def __call__(self, name: str, tensor: torch.Tensor) -> torch.Tensor:
+        """A Trace is the hook that records every point (core/hooks.py) and replaces none."""
+        self.record(name, tensor)
+        return tensor
+
+    def explicit(self, prefix: str) -> bool:
+        """A trace records attention's every step, so attention is written out everywhere."""
+        return True
+
     def __getitem__(self, name: str) -> torch.Tensor:
         try:
             tensor = self._tensors[name]

@@ -26,7 +26,8 @@ from transformer_viz.core.masks import causal_mask
 from transformer_viz.core.special_tokens import BOS, EOS, PAD, UNK
 from transformer_viz.core.trace import Trace
 from transformer_viz.models.config import ACTIVATIONS
-from transformer_viz.models.transformer import EncoderLayer, _attention_names, _ffn_names
+from transformer_viz.models.transformer import EncoderLayer
+from transformer_viz.models.transformer_names import _attention_names, _ffn_names
 
 ARCH = "gpt"
 NO_PAD = -1  # pad_id of a model trained without padding (GPT-2): no token is ever hidden as padding

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from transformer_viz.models.registry import ARCHITECTURES
-from transformer_viz.models.transformer import trace_names, transformerlens_hook
+from transformer_viz.models.transformer_names import trace_names, transformerlens_hook
 
 _DOC_HEAD = """# Traced tensors: names, shapes, formulas
 

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 import torch
 
 from transformer_viz.models.config import ModelConfig
-from transformer_viz.models.incremental import decoder_for
 from transformer_viz.models.transformer import Transformer
 from transformer_viz.text.tokenizer import output_ids
 
@@ -86,7 +85,7 @@ def max_output_length(cfg: ModelConfig, source_length: int) -> int:
 def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int | None = None, top_k: int = 5,
                   record: bool = True, max_loop_repeats: int = 0,
                   forced_prefix: list[int] | None = None, suppress: tuple[int, ...] = (),
-                  shrink: bool | None = None) -> DecodeResult:
+                  shrink: bool | None = None, hooks=None) -> DecodeResult:
     """Pick the most probable token at every step. src (B, S) -> one output per row.
 
     ``max_loop_repeats`` > 0: the optional repetition guard (:func:`loop_bans`); 0 leaves the model's choices.
@@ -95,14 +94,16 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int | None = N
     word?"), the same for every row; greedy decoding goes on from there. Its steps are recorded like the
     others, with the probability the model gave each forced token.
     ``shrink`` (default: when nothing is recorded, as the records keep one row per sentence): a sentence that
-    has written </s> leaves the batch, so later steps compute only the rows still writing. Same outputs."""
+    has written </s> leaves the batch, so later steps compute only the rows still writing. Same outputs.
+    ``hooks`` (core/hooks.py) act on every step's forward pass: e.g. heads switched off
+    (interpret/ablation.py); a hook whose tensors have a row per sentence needs ``shrink=False``."""
     forced = list(forced_prefix or [])
     cfg = model.cfg
     max_len = max_len or max_output_length(cfg, src.size(1))
     shrink = not record if shrink is None else shrink
     B, device = src.size(0), src.device
-    decoder = decoder_for(model)
-    state = decoder.start(src)
+    extra = {} if hooks is None else {"hooks": hooks}  # a recurrent model's steps take no hooks
+    state = model.start_state(src, **extra)
     rows = slice(None)  # the sentences still in the batch: all of them until one leaves, then their indices (N,)
     last = torch.full((B,), cfg.bos_id, dtype=torch.long, device=device)
     finished = torch.zeros(B, dtype=torch.bool, device=device)
@@ -110,7 +111,8 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int | None = N
     written = torch.full((B, max_len), cfg.pad_id, dtype=torch.long, device=device)  # (B, max_len)
     steps = []
     for t in range(max_len):
-        logp = suppressed(torch.log_softmax(decoder.step(last, state).float(), dim=-1), suppress)  # (N, V)
+        logits = model.decode_step(last, state, **extra)  # (N, V)
+        logp = suppressed(torch.log_softmax(logits.float(), dim=-1), suppress)  # (N, V)
         if max_loop_repeats and t:
             logp = ban_loops(logp, written[rows, :t], max_loop_repeats)
         best_logp, best = logp.max(dim=-1)  # (N,)
@@ -188,8 +190,7 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int = 5, max_l
     max_len = max_len or max_output_length(cfg, src.size(1))
     shrink = not record if shrink is None else shrink
     B, K, device = src.size(0), beam_size, src.device
-    decoder = decoder_for(model)
-    state = decoder.start(src)
+    state = model.start_state(src)
     state = state.select(torch.arange(B, device=device).repeat_interleave(K))  # (B*K) rows, beam-major per source
     scores = torch.full((B, K), float("-inf"), device=device)
     scores[:, 0] = 0.0  # all beams start identical: let only the first one expand at step 1
@@ -202,7 +203,7 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int = 5, max_l
     last = torch.full((B * K,), cfg.bos_id, dtype=torch.long, device=device)
     steps = []
     for _ in range(max_len):
-        logp = suppressed(torch.log_softmax(decoder.step(last, state).float(), dim=-1), suppress)  # (N*K, V)
+        logp = suppressed(torch.log_softmax(model.decode_step(last, state).float(), dim=-1), suppress)  # (N*K, V)
         beams, parents = _beam_step(beams, logp, cfg, max_loop_repeats)
         if record:
             steps.append(BeamStep(beams.history[:, :, -1].tolist(), parents.tolist(), beams.scores.tolist(),
@@ -290,8 +291,7 @@ def beam_search_hf(model: Transformer, src: torch.Tensor, beam_size: int = 5, ma
     cfg = model.cfg
     max_len = max_len or max_output_length(cfg, src.size(1))
     B, K, device = src.size(0), beam_size, src.device
-    decoder = decoder_for(model)
-    state = decoder.start(src).select(torch.arange(B, device=device).repeat_interleave(K))  # (B*K) rows
+    state = model.start_state(src).select(torch.arange(B, device=device).repeat_interleave(K))  # (B*K) rows
     running = torch.zeros(B, K, device=device)
     running[:, 1:] = _DROPPED  # only the first beam expands at step 1
     seqs = torch.zeros(B, K, 0, dtype=torch.long, device=device)  # (B, K, t): running beams' tokens
@@ -301,7 +301,7 @@ def beam_search_hf(model: Transformer, src: torch.Tensor, beam_size: int = 5, ma
     improvable = torch.ones(B, 1, dtype=torch.bool, device=device)
     last, steps = torch.full((B * K,), cfg.bos_id, dtype=torch.long, device=device), []
     for t in range(max_len):
-        logp = suppressed(torch.log_softmax(decoder.step(last, state).float(), dim=-1), suppress)  # (B*K, V)
+        logp = suppressed(torch.log_softmax(model.decode_step(last, state).float(), dim=-1), suppress)  # (B*K, V)
         V = logp.size(-1)
         if max_loop_repeats and t:
             logp = ban_loops(logp, seqs.view(B * K, -1), max_loop_repeats)

@@ -61,7 +61,7 @@ _HEAD_DROPS: list = []  # [(run, HeadsRun)] of the last few runs: the step's tex
 
 def head_drops(ctx: Context):
     """The run's per-head drops of log p(translation) (text.explain.heads_run), computed once per run."""
-    from transformer_viz.text.explain import heads_run
+    from transformer_viz.interpret.explain import heads_run
 
     for run, numbers in _HEAD_DROPS:
         if run is ctx.run:

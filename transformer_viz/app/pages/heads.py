@@ -6,11 +6,11 @@ import pandas as pd
 import streamlit as st
 
 from transformer_viz.app import frame, heads_view, loaders, steps, widgets
-from transformer_viz.models.heads import Head, all_heads
+from transformer_viz.interpret.ablation import Head, all_heads
 from transformer_viz.plots.common import DIVERGING, heatmap, token_labels
 from transformer_viz.plots.heads import head_drop_figure, lens_figure, pronoun_figure, token_prob_figure
 from transformer_viz.plots.layers import attention_map
-from transformer_viz.text import explain as X
+from transformer_viz.interpret import explain as X
 
 sel, run = frame.page_header(
     "Attention maps show where a head looks, not what the translation needed. Here the model is asked "

@@ -6,7 +6,7 @@ translation and f_t = log p(y_t | y_<t, x) is the log-probability the model give
 position t (the last one is </s>). The page "What does a head do?" and ``python -m transformer_viz explain``
 call these functions, so they show the same numbers.
 
-- **Head ablation**: a head's output is zeroed before W_O (models/heads.py). The drop of Σ_t f_t when one
+- **Head ablation**: a head's output is zeroed before W_O (interpret/ablation.py: hooks). The drop of Σ_t f_t when one
   head alone is off is computed for every head in ONE batched forward pass: batch row r switches head r off.
 - **Logit lens**: the decoder's residual stream after layer l, through the model's own last steps
   (final LayerNorm where it has one, tied output projection, softmax).
@@ -24,9 +24,11 @@ from itertools import pairwise
 import numpy as np
 import torch
 
-from transformer_viz.models import heads as H
+from transformer_viz.core.hooks import Hooks
+from transformer_viz.interpret import ablation as H
+from transformer_viz.interpret.lens import decode_streams, forward_with_streams, lens_logits
 from transformer_viz.models.transformer import Transformer
-from transformer_viz.text.decoding import max_output_length, suppressed
+from transformer_viz.text.decoding import greedy_decode, max_output_length
 from transformer_viz.text.tokenizer import decode
 
 # Gauss–Legendre nodes for integrated gradients. Where the model is smooth along the path (a GELU model) 16
@@ -64,7 +66,7 @@ def _token_logp(logits: torch.Tensor, predicted: torch.Tensor) -> torch.Tensor:
 class HeadsRun:
     """One sentence's teacher-forced numbers with and without heads: p_base and p_off (T,), the probability of
     each translation token with every head on and with ``heads_off`` off; drops (3·N·h,), per head of
-    ``heads`` (models.heads.all_heads order) the fall of log p(translation) = Σ_t f_t when that head alone
+    ``heads`` (interpret.ablation.all_heads order) the fall of log p(translation) = Σ_t f_t when that head alone
     is off; the logit lens of the run with every head on (:func:`lens_numbers`)."""
 
     heads: list
@@ -85,7 +87,7 @@ def heads_run(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_
     src, tgt, predicted = _pair(model, src_ids, tgt_ids, len(rows))
     keep = H.keep_mask(cfg, rows, _device(model), next(model.parameters()).dtype)
     final, base = _final_streams(model, src, tgt, keep, rows)  # (R, T, d_model), N × (1, T, d_model)
-    f = _token_logp(H.lens_logits(model, final), predicted)  # (R, T)
+    f = _token_logp(lens_logits(model, final), predicted)  # (R, T)
     total = f.sum(-1)  # (R,) log p(translation)
     lens = lens_numbers(model, base, predicted, top_k)
     return HeadsRun(every, list(heads_off), f[0].exp().cpu().numpy(), f[1].exp().cpu().numpy(),
@@ -99,13 +101,13 @@ def _final_streams(model: Transformer, src, tgt, keep: dict, rows: list[list]) -
     after layer l − 1. For 3 layers of 8 heads: 25 encoder rows instead of 74, 171 decoder row-layers instead
     of 222; the same numbers (tests/unit/test_explain.py: equal to one head at a time)."""
     enc_keep, which = keep["enc"].unique(dim=0, return_inverse=True)  # (U, N, h), (R,)
-    memory, src_mask = H.encode(model, src[:len(enc_keep)], {"enc": enc_keep})  # (U, S, d_model)
+    memory, src_mask = model.encode(src[:len(enc_keep)], hooks=H.ablation_hooks({"enc": enc_keep}))
     memory, src_mask = memory[which], src_mask[which]  # (R, S, d_model), (R, 1, 1, S)
     N = model.cfg.N
     start = torch.tensor([0 if any(h.kind == "enc" for h in off) else min((h.layer for h in off), default=N)
                           for off in rows])  # (R,): the first layer the row computes differently from row 0
     start[0] = 0  # row 0 itself, every head on: all layers, the others start from its streams
-    base = H.decode_layers(model, tgt[:1], memory[:1], src_mask[:1])  # N × (1, T, d_model)
+    base = decode_streams(model, tgt[:1], memory[:1], src_mask[:1])  # N × (1, T, d_model)
     final = base[-1].expand(len(rows), -1, -1).clone()  # (R, T, d_model): rows with nothing off keep row 0's
     for layer in range(N):
         group = (start == layer).nonzero()[:, 0]
@@ -114,7 +116,9 @@ def _final_streams(model: Transformer, src, tgt, keep: dict, rows: list[list]) -
             continue
         g_keep = {kind: k[group] for kind, k in keep.items()}
         y = None if layer == 0 else base[layer - 1].expand(len(group), -1, -1)
-        final[group] = H.decode_layers(model, tgt[group], memory[group], src_mask[group], g_keep, layer, y)[-1]
+        streams = decode_streams(model, tgt[group], memory[group], src_mask[group], H.ablation_hooks(g_keep),
+                                 layer, y)
+        final[group] = streams[-1]
     return final, base
 
 
@@ -128,35 +132,26 @@ def head_drops_one_at_a_time(model: Transformer, src_ids: list[int], tgt_ids: li
     """The same drops as :func:`heads_run`, one forward pass per head: slow, the reference the test compares
     the batched pass with."""
     src, tgt, predicted = _pair(model, src_ids, tgt_ids)
-    base = _token_logp(H.forward(model, src, tgt)[0], predicted).sum()
+    base = _token_logp(model(src, tgt), predicted).sum()
     drops = []
     for head in H.all_heads(model.cfg):
         keep = H.keep_mask(model.cfg, [[head]], _device(model), next(model.parameters()).dtype)
-        drops.append(float(base - _token_logp(H.forward(model, src, tgt, keep)[0], predicted).sum()))
+        logits = model(src, tgt, hooks=H.ablation_hooks(keep))
+        drops.append(float(base - _token_logp(logits, predicted).sum()))
     return np.array(drops)
 
 
 @torch.no_grad()
 def translate_with_heads(model: Transformer, src_ids: list[int], heads_off=(), max_len: int = 60,
                          suppress: tuple[int, ...] = ()) -> list[int]:
-    """Greedy decoding with ``heads_off`` switched off -> the output IDs (without <s>, cut before </s>).
-
-    The whole prefix is decoded again at every step (no key/value cache): the model's fast decoder
-    (models/incremental.py) has no head mask, and for one sentence of a small model this costs milliseconds."""
+    """Greedy decoding with ``heads_off`` switched off -> the output IDs (without <s>, cut before </s>):
+    the model's own cached decoding with the ablation hooks on every step."""
     cfg = model.cfg
     src, _, _ = _pair(model, src_ids, [cfg.bos_id])
-    keep = H.keep_mask(cfg, [list(heads_off)], _device(model), next(model.parameters()).dtype)
-    memory, src_mask = H.encode(model, src, keep)
-    written = [cfg.bos_id]
-    for _ in range(min(max_len, cfg.max_len - 1)):
-        tgt = torch.tensor([written], device=src.device)  # (1, t)
-        stream = H.decode_layers(model, tgt, memory, src_mask, keep)[-1][:, -1:]  # (1, 1, d_model)
-        logp = suppressed(torch.log_softmax(H.lens_logits(model, stream)[:, 0].float(), -1), suppress)  # (1, V)
-        token = int(logp.argmax(-1))
-        if token == cfg.eos_id:
-            break
-        written.append(token)
-    return written[1:]
+    hooks = H.heads_off_hooks(cfg, heads_off, _device(model), next(model.parameters()).dtype)
+    result = greedy_decode(model, src, max_len=min(max_len, cfg.max_len - 1), record=False,
+                           suppress=suppress, hooks=hooks)
+    return result.tokens[0]
 
 
 def most_important_text(run: HeadsRun, top: int = 3) -> str:
@@ -181,7 +176,7 @@ def lens_numbers(model: Transformer, streams: list[torch.Tensor], predicted: tor
     Pre-LN model's final LayerNorm (to show what it changes); a Post-LN model has none to skip."""
     probs = []
     for stream in streams:
-        logits = H.lens_logits(model, stream) if final_norm else model.project(stream)  # (1, T, V)
+        logits = lens_logits(model, stream) if final_norm else model.project(stream)  # (1, T, V)
         probs.append(torch.softmax(logits[0].float(), -1))  # (T, V)
     p = torch.stack(probs)  # (N, T, V)
     chosen = p.gather(-1, predicted.expand(p.size(0), -1)[..., None])  # (N, T, 1)
@@ -196,9 +191,9 @@ def logit_lens(model: Transformer, src_ids: list[int], tgt_ids: list[int], top_k
     """:func:`lens_numbers` for one sentence pair with every head on; also "probs" (N, T, V), the whole
     distributions (the last layer's is the model's output distribution)."""
     src, tgt, predicted = _pair(model, src_ids, tgt_ids)
-    _, streams = H.forward(model, src, tgt)
+    _, streams = forward_with_streams(model, src, tgt)
     out = lens_numbers(model, streams, predicted, top_k, final_norm)
-    out["probs"] = torch.stack([torch.softmax((H.lens_logits(model, s) if final_norm else model.project(s))[0]
+    out["probs"] = torch.stack([torch.softmax((lens_logits(model, s) if final_norm else model.project(s))[0]
                                               .float(), -1) for s in streams]).cpu().numpy()
     return out
 
@@ -222,6 +217,12 @@ def source_embedding(model: Transformer, src_ids: list[int]) -> torch.Tensor:
     return model.src_embed(src)[0].detach()
 
 
+def _embedding_hooks(embedding: torch.Tensor) -> Hooks:
+    """Hooks that run the model on ``embedding`` (B, S, d_model) in place of E[x]·√d_model (the
+    positional encoding is still added): vectors that belong to no token."""
+    return Hooks({"src.embedding": lambda _, name: embedding})
+
+
 def _gradients(model: Transformer, src_ids: list[int], tgt_ids: list[int], alphas, weights) -> tuple:
     """Σ_k w_k ∂f_t/∂e(α_k e) for every target position t, in ONE forward and backward pass over a batch of
     (steps × T) rows: row (k, t) runs the scaled embedding α_k e and keeps only its position t's f_t, so
@@ -232,7 +233,7 @@ def _gradients(model: Transformer, src_ids: list[int], tgt_ids: list[int], alpha
     alpha = torch.as_tensor(alphas, dtype=e.dtype, device=e.device).repeat_interleave(T)  # (K·T,)
     scaled = (alpha[:, None, None] * e).requires_grad_(True)  # (K·T, S, d_model)
     with torch.enable_grad():
-        logits, _ = H.forward(model, src, tgt, src_embedding=scaled)  # (K·T, T, V)
+        logits = model(src, tgt, hooks=_embedding_hooks(scaled))  # (K·T, T, V)
         f = _token_logp(logits, predicted)  # (K·T, T)
         own = f.view(K, T, T).diagonal(dim1=1, dim2=2)  # (K, T): row (k, t)'s own position t
         w = torch.as_tensor(weights, dtype=own.dtype, device=own.device)[:, None]  # (K, 1)
@@ -256,7 +257,7 @@ def integrated_gradients(model: Transformer, src_ids: list[int], tgt_ids: list[i
     with torch.no_grad():
         src, tgt, predicted = _pair(model, src_ids, tgt_ids, 2)
         ends = torch.stack([torch.zeros_like(e), e])  # (2, S, d_model): baseline, input
-        f = _token_logp(H.forward(model, src, tgt, src_embedding=ends)[0], predicted)  # (2, T)
+        f = _token_logp(model(src, tgt, hooks=_embedding_hooks(ends)), predicted)  # (2, T)
     return (grad * e).sum(-1).float().cpu().numpy(), (f[1] - f[0]).float().cpu().numpy()
 
 
