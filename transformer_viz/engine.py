@@ -18,7 +18,7 @@ from transformer_viz.core.trace import Trace
 from transformer_viz.models.config import ModelConfig, preset
 from transformer_viz.models.transformer import Transformer
 from transformer_viz.text.completion import Completion, SamplingSettings, complete_text
-from transformer_viz.text.decoding import DecodeResult, max_output_length, translate_ids
+from transformer_viz.text.decoding import DecodeResult, generate, max_output_length
 from transformer_viz.text.tokenizer import BOS, EOS, decode, encode_source
 
 
@@ -70,15 +70,12 @@ def run_sentence(ckpt: Checkpoint, text: str, beam_size: int = 1, trace: bool = 
     device = next(model.parameters()).device
     src = torch.tensor([encoded.ids], device=device)  # (1, S)
     max_output = max_output or max_output_length(cfg, len(encoded.ids))
-    if beam_size <= 1:
-        kwargs = {"top_k": top_k, "max_loop_repeats": max_loop_repeats or 0, "forced_prefix": forced_prefix}
-    else:  # the decoding the checkpoint's scores were measured with, unless told otherwise
-        kwargs = {"alpha": ckpt.generation.length_penalty if alpha is None else alpha,
-                  "max_loop_repeats": ckpt.generation.max_loop_repeats if max_loop_repeats is None
-                  else max_loop_repeats,
-                  "scoring": ckpt.generation.beam_scoring, "early_stopping": ckpt.generation.early_stopping}
-    result = translate_ids(model, src, beam_size=beam_size, max_len=max_output, suppress=ckpt.generation.suppress_ids,
-                           **kwargs)
+    # Beam search decodes as the checkpoint's scores were measured, unless told otherwise; greedy decoding,
+    # which the pages show step by step, keeps the model's own choices unless a guard is asked for.
+    repeats = (max_loop_repeats or 0) if beam_size <= 1 else max_loop_repeats
+    config = ckpt.generation.override(num_beams=max(beam_size, 1), length_penalty=alpha, max_loop_repeats=repeats)
+    result = generate(model, src, config, max_len=max_output, top_k=top_k,
+                      forced_prefix=forced_prefix if beam_size <= 1 else None)
     generated = result.tokens[0][: cfg.max_len - 1]  # <s> + generated must fit the positions
     tgt_ids = [cfg.bos_id] + generated  # the decoder's start token (<pad> for a Marian model)
     run_trace = traced_forward(model, encoded.ids, tgt_ids, causal) if trace else None
@@ -159,9 +156,9 @@ def batch_trace(ckpt: Checkpoint, sentences: list[str]) -> tuple[Trace, list[lis
     for text in sentences:
         ids = encode_source(tokenizer, text, max_tokens=cfg.max_len).ids
         # The same cap as run_sentence, so that a sentence gets the same translation alone and in the batch.
-        result = translate_ids(model, torch.tensor([ids], device=device), beam_size=1,
-                               max_len=max_output_length(cfg, len(ids)), record=False,
-                               suppress=ckpt.generation.suppress_ids)
+        greedy = ckpt.generation.override(num_beams=1, max_loop_repeats=0)
+        result = generate(model, torch.tensor([ids], device=device), greedy,
+                          max_len=max_output_length(cfg, len(ids)), record=False)
         sources.append(ids)
         targets.append([cfg.bos_id] + result.tokens[0][: cfg.max_len - 1])
     S, T = max(map(len, sources)), max(map(len, targets))

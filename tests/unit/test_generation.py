@@ -63,13 +63,16 @@ def beam_checkpoint(tmp_path, checkpoint_dir):
 
 def _spy(monkeypatch) -> list[dict]:
     calls = []
-    real = engine.translate_ids
+    real = engine.generate
 
-    def spy(model, src, beam_size=1, **kwargs):
-        calls.append({"beam_size": beam_size, **kwargs})
-        return real(model, src, beam_size=beam_size, **kwargs)
+    def spy(model, src, config, **kwargs):
+        call = {"beam_size": config.num_beams}
+        if config.num_beams > 1:  # the length penalty is beam search's
+            call["alpha"] = config.length_penalty
+        calls.append(call)
+        return real(model, src, config, **kwargs)
 
-    monkeypatch.setattr(engine, "translate_ids", spy)
+    monkeypatch.setattr(engine, "generate", spy)
     return calls
 
 

@@ -18,6 +18,7 @@ from transformer_viz.checkpoints.marian import marian_positions, residual_permut
 from transformer_viz.engine import run_sentence, traced_forward
 from transformer_viz.interop.marian_export import export_hf
 from transformer_viz.text.decoding import beam_search, greedy_decode, max_output_length
+from transformer_viz.text.decoding_defaults import GenerationDefaults
 from transformer_viz.text.tokenizer import decode, encode_source
 
 transformers = pytest.importorskip("transformers")
@@ -224,7 +225,8 @@ def test_translate_and_trace_on_the_command_line_read_a_marian_directory(importe
     assert run_cli(capsys, "translate", "--checkpoint", path, SENTENCES[0])[:2] == (0, expected + "\n")
     code, out, _ = run_cli(capsys, "translate", "--checkpoint", path, stdin="\n".join(SENTENCES[:2]) + "\n",
                            monkeypatch=monkeypatch)
-    batched = translate_texts(imported.model, imported.tokenizer, SENTENCES[:2], suppress=(imported.config.pad_id,))
+    no_pad = GenerationDefaults(suppress_ids=(imported.config.pad_id,))
+    batched = translate_texts(imported.model, imported.tokenizer, SENTENCES[:2], no_pad)
     assert (code, out.splitlines()) == (0, batched)
     code, out, _ = run_cli(capsys, "trace", "--checkpoint", path, SENTENCES[0])
     trace = json.loads(out)

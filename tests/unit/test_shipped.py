@@ -42,7 +42,7 @@ def _checkpoint(direction: str):
 def test_shipped_checkpoint_translates_into_the_other_language(direction):
     ckpt = _checkpoint(direction)
     sentences, marker_words = CASES[direction]
-    outputs = translate_texts(ckpt.model, ckpt.tokenizer, sentences, beam_size=1)
+    outputs = translate_texts(ckpt.model, ckpt.tokenizer, sentences)  # greedy
     for source, output in zip(sentences, outputs):
         words = {w.strip(".,!?").lower() for w in output.split()}
         assert output.strip(), source
@@ -63,7 +63,7 @@ def test_shipped_checkpoint_bleu_on_the_first_test_and_dev_sentences(direction, 
     ckpt = _checkpoint(direction)
     src, tgt = direction.split("-")
     pairs = read_any_split(split, src, tgt, DATA, TATOEBA, limit=SAMPLE[split])
-    hyps = translate_texts(ckpt.model, ckpt.tokenizer, [s for s, _ in pairs], beam_size=1)
+    hyps = translate_texts(ckpt.model, ckpt.tokenizer, [s for s, _ in pairs])  # greedy
     bleu = score(hyps, [t for _, t in pairs]).bleu
     assert bleu > FLOORS[(direction, split)], f"{direction} {split}: sacreBLEU {bleu:.1f} on {len(pairs)} sentences"
 

@@ -60,10 +60,8 @@ def _translate_lines(ckpt, decoding, progress: bool) -> list[str]:
             print(f"note: line {number}: {note}", file=sys.stderr)
         used[number - 1] = encoded.clean.text
     todo = sorted(used)
-    outputs = translate_texts(ckpt.model, ckpt.tokenizer, [used[i] for i in todo], beam_size=decoding.num_beams,
-                              alpha=decoding.length_penalty, progress=progress,
-                              max_loop_repeats=decoding.max_loop_repeats, scoring=decoding.beam_scoring,
-                              early_stopping=decoding.early_stopping, suppress=decoding.suppress_ids) if todo else []
+    texts = [used[i] for i in todo]
+    outputs = translate_texts(ckpt.model, ckpt.tokenizer, texts, decoding, progress=progress) if todo else []
     result = [""] * len(lines)
     for i, out in zip(todo, outputs):
         result[i] = out

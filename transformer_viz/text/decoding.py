@@ -12,6 +12,7 @@ import torch
 
 from transformer_viz.models.config import ModelConfig
 from transformer_viz.models.transformer import Transformer
+from transformer_viz.text.decoding_defaults import GenerationDefaults
 from transformer_viz.text.tokenizer import output_ids
 
 
@@ -328,8 +329,20 @@ def beam_search_hf(model: Transformer, src: torch.Tensor, beam_size: int = 5, ma
     return DecodeResult([output_ids(r, cfg.eos_id, cfg.pad_id) for r in out], fin[2][:, 0].tolist(), steps, "beam")
 
 
-def translate_ids(model: Transformer, src: torch.Tensor, beam_size: int = 1, **kwargs) -> DecodeResult:
-    if beam_size <= 1:
-        kwargs.pop("scoring", None), kwargs.pop("early_stopping", None)  # beam settings; greedy is the same either way
-        return greedy_decode(model, src, **kwargs)
-    return beam_search(model, src, beam_size=beam_size, **kwargs)
+def generate(model: Transformer, src: torch.Tensor, config: GenerationDefaults, max_len: int | None = None,
+             record: bool = True, top_k: int = 5, forced_prefix: list[int] | None = None,
+             hooks=None) -> DecodeResult:
+    """Decode src (B, S) as one generation config says, as transformers' ``generate(generation_config=…)``:
+    greedy when ``config.num_beams`` is 1, else the beam search ``config.beam_scoring`` names, with its
+    length penalty, repetition guard and forbidden tokens. ``max_len`` (default: ``config.max_new_tokens``,
+    else :func:`max_output_length`) caps the tokens written. ``top_k``, ``forced_prefix`` and ``hooks``
+    are greedy decoding's (what the pages draw step by step)."""
+    max_len = max_len or config.max_new_tokens or None
+    common = {"max_len": max_len, "record": record, "max_loop_repeats": config.max_loop_repeats,
+              "suppress": config.suppress_ids}
+    if config.num_beams <= 1:
+        return greedy_decode(model, src, top_k=top_k, forced_prefix=forced_prefix, hooks=hooks, **common)
+    if forced_prefix or hooks is not None:
+        raise ValueError("a forced prefix and hooks are greedy decoding's: set num_beams to 1")
+    return beam_search(model, src, beam_size=config.num_beams, alpha=config.length_penalty,
+                       scoring=config.beam_scoring, early_stopping=config.early_stopping, **common)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
-from transformer_viz.text.decoding import translate_ids
+from transformer_viz.text.decoding import generate
+from transformer_viz.text.decoding_defaults import GenerationDefaults
 from transformer_viz.text.tokenizer import decode
 
 
@@ -59,12 +60,12 @@ def repetition_rate(tokenizer, hypotheses: list[str], times: int = 4) -> float:
 
 
 @torch.no_grad()
-def translate_texts(model, tokenizer, texts: list[str], beam_size: int = 1, batch_tokens: int = 2000,
-                    alpha: float = 0.6, progress: bool = False, device=None, max_loop_repeats: int = 0,
-                    scoring: str = "gnmt", early_stopping: bool | str = False,
-                    suppress: tuple[int, ...] = ()) -> list[str]:
-    """Translate many sentences, batched by length; returns outputs in input order. ``scoring`` and
-    ``early_stopping``: which beam search (decoding.beam_search); ``suppress``: IDs never written."""
+def translate_texts(model, tokenizer, texts: list[str], generation: GenerationDefaults | None = None,
+                    batch_tokens: int = 2000, progress: bool = False, device=None) -> list[str]:
+    """Translate many sentences, batched by length, as ``generation`` says (default: greedy); returns
+    outputs in input order."""
+    generation = generation or GenerationDefaults()
+    beam_size = generation.num_beams
     from transformer_viz.text.corpora import encode_pairs, make_batch, token_batches
 
     device = device or next(model.parameters()).device
@@ -86,10 +87,7 @@ def translate_texts(model, tokenizer, texts: list[str], beam_size: int = 1, batc
     try:
         for idx in batches:
             batch = make_batch([pairs[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id).to(device)
-            kwargs = {"record": False, "max_loop_repeats": max_loop_repeats, "suppress": suppress}
-            if beam_size > 1:
-                kwargs.update(alpha=alpha, scoring=scoring, early_stopping=early_stopping)
-            result = translate_ids(model, batch.src, beam_size=beam_size, **kwargs)
+            result = generate(model, batch.src, generation, record=False)
             for i, ids in zip(idx, result.tokens):
                 outputs[i] = decode(tokenizer, ids)
             if bar:
@@ -104,15 +102,11 @@ def translate_texts(model, tokenizer, texts: list[str], beam_size: int = 1, batc
 def evaluate_split(ckpt, pairs: list[tuple[str, str]], split: str, beam_size: int, alpha: float,
                    progress: bool = False, max_loop_repeats: int = 0) -> tuple[dict, list[str]]:
     """Translate a split's sources and score them: the report row of a model card, and the hypotheses."""
-    from transformer_viz.text.decoding_defaults import GenerationDefaults
-
-    gen = ckpt.generation  # which beam search, and the tokens never written (an imported Marian model's)
-    hyps = translate_texts(ckpt.model, ckpt.tokenizer, [s for s, _ in pairs], beam_size=beam_size, alpha=alpha,
-                           progress=progress, max_loop_repeats=max_loop_repeats, scoring=gen.beam_scoring,
-                           early_stopping=gen.early_stopping, suppress=gen.suppress_ids)
+    # The checkpoint's beam search and the tokens it never writes (an imported Marian model's <pad>).
+    gen = replace(ckpt.generation, num_beams=beam_size, length_penalty=alpha, max_loop_repeats=max_loop_repeats)
+    hyps = translate_texts(ckpt.model, ckpt.tokenizer, [s for s, _ in pairs], gen, progress=progress)
     result = score(hyps, [t for _, t in pairs])
-    decoding = GenerationDefaults(num_beams=beam_size, length_penalty=alpha,
-                                  max_loop_repeats=max_loop_repeats).describe()
+    decoding = gen.describe()
     return {"split": split, "sentences": len(pairs), "decoding": decoding, **result.as_dict(),
             "repetition_rate": repetition_rate(ckpt.tokenizer, hyps)}, hyps
 

@@ -155,6 +155,6 @@ def validation_bleu(model, tokenizer, validation: dict[str, list[tuple[str, str]
     out = {}
     for name, val_pairs in validation.items():
         chosen = val_pairs[: limit or None]
-        hyps = translate_texts(model, tokenizer, [s for s, _ in chosen], beam_size=1)
+        hyps = translate_texts(model, tokenizer, [s for s, _ in chosen])  # greedy
         out[name] = score(hyps, [t for _, t in chosen]).bleu
     return out
