@@ -65,12 +65,26 @@ def translate_texts(model, tokenizer, texts: list[str], beam_size: int = 1, batc
                     suppress: tuple[int, ...] = ()) -> list[str]:
     """Translate many sentences, batched by length; returns outputs in input order. ``scoring`` and
     ``early_stopping``: which beam search (decoding.beam_search); ``suppress``: IDs never written."""
-    from transformer_viz.text.corpora import encode_pairs, make_batch, token_batches
+    from transformer_viz.text.corpora import encode_pairs
+
+    sources = [s for s, _ in encode_pairs(tokenizer, [(t, "") for t in texts], model.cfg.max_len)]
+    return translate_encoded(model, tokenizer, sources, beam_size, batch_tokens, alpha, progress, device,
+                             max_loop_repeats, scoring, early_stopping, suppress)
+
+
+@torch.no_grad()
+def translate_encoded(model, tokenizer, sources: list[list[int]], beam_size: int = 1, batch_tokens: int = 2000,
+                      alpha: float = 0.6, progress: bool = False, device=None, max_loop_repeats: int = 0,
+                      scoring: str = "gnmt", early_stopping: bool | str = False,
+                      suppress: tuple[int, ...] = ()) -> list[str]:
+    """:func:`translate_texts` for sources already encoded (each ending in </s>, as encode_pairs gives
+    them): a GPU run scores its dev sets from IDs prepared elsewhere, with the tokenizer only decoding."""
+    from transformer_viz.text.corpora import make_batch, token_batches
 
     device = device or next(model.parameters()).device
     cfg = model.cfg
-    pairs = encode_pairs(tokenizer, [(t, "") for t in texts], cfg.max_len)  # (source IDs, no target)
-    outputs: list[str] = [""] * len(texts)
+    pairs = [(ids, []) for ids in sources]  # (source IDs, no target)
+    outputs: list[str] = [""] * len(sources)
     # Beam search multiplies every batch by the beam width; keep the work per batch about the same.
     # token_batches counts padded source + target, here twice the padded source: so twice the budget.
     source_tokens = max(1, batch_tokens // max(beam_size, 1))
@@ -79,7 +93,7 @@ def translate_texts(model, tokenizer, texts: list[str], beam_size: int = 1, batc
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(texts), desc=f"translating ({'greedy' if beam_size <= 1 else f'beam {beam_size}'})",
+        bar = tqdm(total=len(sources), desc=f"translating ({'greedy' if beam_size <= 1 else f'beam {beam_size}'})",
                    unit="sent")
     was_training = model.training
     model.eval()
