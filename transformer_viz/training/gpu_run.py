@@ -246,8 +246,9 @@ def fitting_batch_tokens(model, examples, batch_tokens: int, device, amp: str, l
     raise RuntimeError("not even a batch of 1,000 tokens fits")
 
 
-def train_direction(rc: GpuRunConfig, data: str | Path, out: str | Path, log=print) -> dict:
-    """Train one direction for ``rc.minutes``, then quantise, score and write it; returns the manifest."""
+def train_direction(rc: GpuRunConfig, data: str | Path, out: str | Path, log=print, command: str = "") -> dict:
+    """Train one direction for ``rc.minutes``, then quantise, score and write it; returns the manifest.
+    ``command``: the command line, recorded in the manifest for the model card."""
     from transformer_viz.checkpoints import state_dict_for_saving
     from transformer_viz.checkpoints.compact import dequantise, quantise, write_manifest, write_shards
     from transformer_viz.models.config import preset
@@ -354,7 +355,7 @@ def train_direction(rc: GpuRunConfig, data: str | Path, out: str | Path, log=pri
         if device.type == "cuda" else None,
         "torch": torch.__version__, "data": prepared.manifest["sha256"],
         "dev_scores_as_sent": final, "files": files,
-        "command": " ".join(shlex.quote(a) for a in sys.argv),
+        "command": command,
         "seconds": {"start": round(t_train - t_start, 1), "train": round(train_s, 1),
                     "quantise_score_write": round(time.time() - t_final, 1),
                     "total": round(time.time() - t_start, 1)},
@@ -435,8 +436,12 @@ def write_checkpoint(directory: Path, model, prepared: Prepared, manifest: dict,
                         f"{run['multi30k_copies']} per epoch",
             "Tatoeba": f"{TATOEBA_CREDIT}; {pairs['tatoeba_train']:,} training pairs × {run['tatoeba_copies']} "
                        f"per epoch, {pairs['tatoeba_dev']:,} held out as the dev split"}
-    hardware = {"GPU": f"{manifest['device']}, a borrowed GPU (one H100, 15 minutes), shared by two "
-                       f"processes (one per direction)",
+    on_gpu = manifest["device"] != "cpu"
+    shape = "the paper's base model" if manifest["run"]["preset"] == "base" \
+        else f"the {manifest['run']['preset']} preset"
+    where = f"{manifest['device']}, a borrowed GPU (one H100, 15 minutes)" if on_gpu \
+        else "the CPU (a dry run of the GPU script)"
+    hardware = {"GPU": f"{where}, shared by two processes (one per direction)",
                 "wall_clock_minutes": round(minutes, 1), "target_tokens_per_s": manifest["tokens_per_s"],
                 "steps": manifest["steps"], "peak_memory_gib": manifest["peak_memory_gib"],
                 "torch": manifest["torch"], "seconds": manifest["seconds"]}
@@ -448,13 +453,14 @@ def write_checkpoint(directory: Path, model, prepared: Prepared, manifest: dict,
                 "steps": manifest["steps"], "whole_epochs": manifest["epochs"],
                 "selected_weights": "the last (no selection: one fixed budget)",
                 "weights_sent": "int8 per row with power-of-two scales, vectors float16 (exact in float16)",
-                "gpu_command": manifest["command"], "commands": commands}
+                "gpu_command": manifest["command"], "commands": "; ".join(commands)}
     scores = [{"split": name, "decoding": "greedy", "sentences": row["sentences"],
                **{k: row[k] for k in ("bleu", "chrf", "bleu_lower_tok", "repetition_rate")}}
               for name, row in cpu.items()]
-    meta = {"name": f"The paper's base model, Multi30k + Tatoeba {src}→{tgt} (GPU, {minutes:.0f} minutes)",
-            "description": f"d_model {cfg.d_model}, d_ff {cfg.d_ff}, h {cfg.h}, N {cfg.N}: the base shapes of "
-                           f"the paper, trained for {minutes:.1f} minutes on {manifest['device']}.",
+    meta = {"name": f"Multi30k + Tatoeba {src}→{tgt}, {shape}, {minutes:.1f} minutes on "
+                    f"{'a GPU' if on_gpu else 'the CPU'}",
+            "description": f"d_model {cfg.d_model}, d_ff {cfg.d_ff}, h {cfg.h}, N {cfg.N} ({shape}), trained for "
+                           f"{minutes:.1f} minutes on {where}; both directions at once.",
             "src_lang": src, "tgt_lang": tgt, "history": manifest["history"], "data": data,
             "training": training, "hardware": hardware, "scores": scores,
             "gpu_check": {"dev_bleu_agreement": agreement, "shards": manifest["files"],
@@ -512,7 +518,9 @@ def main(argv: list[str] | None = None) -> int:
         prepare(args.out, args.data_dir, args.tatoeba_dir, args.tokenizer or None, args.vocab_size, log=log)
     elif args.stage == "train":
         rc = GpuRunConfig(**{name: getattr(args, name) for name in GpuRunConfig.__dataclass_fields__})
-        train_direction(rc, args.data, args.out, log=log)
+        command = " ".join(["python -m transformer_viz.training.gpu_run"]
+                           + [shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)])
+        train_direction(rc, args.data, args.out, log=log, command=command)
     else:
         reports = join(args.returned, args.data, args.out, args.command, args.tolerance, args.prefix, log=log)
         print(json.dumps(reports, indent=1))
