@@ -4,10 +4,10 @@
 # The other direction's shards stay in the work folder for a second command, started at once:
 #
 #   OUT=... tools/gpu/train_base.sh [--minutes 8] [--batch-tokens 25000] [--preset base]
-#                                   [--first de-en] [--data gpu-data] [--work gpu-out] [-- gpu_run flags]
+#       [--first de-en] [--data gpu-data] [--work gpu-out] [-- gpu_run train flags]
 #   OUT=... tools/gpu/train_base.sh --send en-de
 #
-# $PYTHON (default python3) runs transformer_viz.training.gpu_run; the plan is in tools/gpu/README.md.
+# $PYTHON (default python3) runs transformer_viz.training.gpu_run; tools/gpu/README.md has the plan.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PYTHON=${PYTHON:-python3}
@@ -50,7 +50,10 @@ case "$FIRST" in
   en-de) OTHER=de-en ;;
   *) echo "--first must be de-en or en-de" >&2; exit 2 ;;
 esac
-[ -f "$DATA/corpora.safetensors" ] || { echo "$DATA/corpora.safetensors is missing: run prepare" >&2; exit 2; }
+if [ ! -f "$DATA/corpora.safetensors" ]; then
+  echo "$DATA/corpora.safetensors is missing: run gpu_run prepare here first" >&2
+  exit 2
+fi
 (cd "$DATA" && sha256sum corpora.safetensors dev.json tokenizer/tokenizer.json) || true
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || true
 echo "start $(date -u +%H:%M:%S): $PRESET, $MINUTES minutes, batches of $BATCH tokens"

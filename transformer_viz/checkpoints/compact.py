@@ -1,11 +1,17 @@
-"""Weights in the compact form that comes back from a borrowed GPU: int8 per row, in shards of at most
+"""Weights in the compact form that comes back from a borrowed GPU: int8 per row, in shards of at
+most
 16 MiB, with a JSON manifest of SHA-256 hashes.
 
-Every matrix W (rows r) is stored as q = round(W / s_r) in int8 with a per-row scale s_r = 2^e_r, the
-smallest power of two with max|W_r| / s_r ≤ 127; vectors (biases, LayerNorm gains) are stored as float16.
-A power-of-two scale costs at most one bit of resolution against the tightest scale, and buys exactness:
-q · 2^e has at most 7 significant bits, so the restored weights are exactly representable in float16 and
-bfloat16. The weights scored on the GPU, restored here, and written as a float16 checkpoint are therefore
+Every matrix W (rows r) is stored as q = round(W / s_r) in int8 with a per-row scale s_r = 2^e_r,
+the
+smallest power of two with max|W_r| / s_r ≤ 127; vectors (biases, LayerNorm gains) are stored as
+float16.
+A power-of-two scale costs at most one bit of resolution against the tightest scale, and buys
+exactness:
+q · 2^e has at most 7 significant bits, so the restored weights are exactly representable in float16
+and
+bfloat16. The weights scored on the GPU, restored here, and written as a float16 checkpoint are
+therefore
 the same numbers, bit for bit.
 
 No pickle: shards are safetensors, the manifest is JSON.
@@ -23,13 +29,15 @@ SHARD_LIMIT = 16 * 2**20  # the largest file a GPU command may send back
 HEADER_MARGIN = 256 * 2**10  # room for the safetensors header (tensor names, shapes, offsets)
 Q_SUFFIX, EXP_SUFFIX = ".q", ".exp"  # int8 values and int16 base-2 exponents of the row scales
 INT8_MAX = 127
-# q · 2^e stays exact in float16 down to its subnormals' spacing, 2^-24; a row smaller than that is rounded
+# q · 2^e stays exact in float16 down to its subnormals' spacing, 2^-24; a row smaller than that is
+# rounded
 # to multiples of 2^-24 (it is zero in float16 anyway).
 FLOAT16_MIN_EXP = -24
 
 
 def quantise(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Float tensors -> the compact tensors: matrices as int8 + per-row exponent, vectors as float16."""
+    """Float tensors -> the compact tensors: matrices as int8 + per-row exponent, vectors as
+    float16."""
     out = {}
     for name, w in state.items():
         w = w.detach().float().cpu()
@@ -72,9 +80,11 @@ def sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def write_shards(compact: dict[str, torch.Tensor], directory: str | Path, prefix: str,
-                 limit: int = SHARD_LIMIT) -> list[dict]:
-    """Safetensors files of at most ``limit`` bytes, filled in order; [{"file", "bytes", "sha256"}]."""
+def write_shards(
+    compact: dict[str, torch.Tensor], directory: str | Path, prefix: str, limit: int = SHARD_LIMIT
+) -> list[dict]:
+    """Safetensors files of at most ``limit`` bytes, filled in order; [{"file", "bytes",
+    "sha256"}]."""
     from safetensors.torch import save_file
 
     groups: list[dict[str, torch.Tensor]] = [{}]
@@ -95,7 +105,9 @@ def write_shards(compact: dict[str, torch.Tensor], directory: str | Path, prefix
         path = directory / f"{prefix}.weights-{i}-of-{len(groups)}.safetensors"
         save_file(group, str(path))
         if path.stat().st_size > limit:
-            raise ValueError(f"{path} is {path.stat().st_size:,} bytes, over the limit of {limit:,}")
+            raise ValueError(
+                f"{path} is {path.stat().st_size:,} bytes, over the limit of {limit:,}"
+            )
         files.append({"file": path.name, "bytes": path.stat().st_size, "sha256": sha256(path)})
     return files
 
@@ -105,7 +117,8 @@ class HashMismatch(RuntimeError):
 
 
 def read_shards(directory: str | Path, files: list[dict]) -> dict[str, torch.Tensor]:
-    """The compact tensors of the shards a manifest lists, each checked against its SHA-256 first."""
+    """The compact tensors of the shards a manifest lists, each checked against its SHA-256
+    first."""
     from safetensors.torch import load_file
 
     directory = Path(directory)

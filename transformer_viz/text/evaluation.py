@@ -68,17 +68,18 @@ def translate_texts(model, tokenizer, texts: list[str], beam_size: int = 1, batc
     from transformer_viz.text.corpora import encode_pairs
 
     sources = [s for s, _ in encode_pairs(tokenizer, [(t, "") for t in texts], model.cfg.max_len)]
-    return translate_encoded(model, tokenizer, sources, beam_size, batch_tokens, alpha, progress, device,
-                             max_loop_repeats, scoring, early_stopping, suppress)
+    return translate_encoded(model, tokenizer, sources, beam_size, batch_tokens, alpha, progress,
+                             device, max_loop_repeats, scoring, early_stopping, suppress)
 
 
 @torch.no_grad()
-def translate_encoded(model, tokenizer, sources: list[list[int]], beam_size: int = 1, batch_tokens: int = 2000,
-                      alpha: float = 0.6, progress: bool = False, device=None, max_loop_repeats: int = 0,
-                      scoring: str = "gnmt", early_stopping: bool | str = False,
-                      suppress: tuple[int, ...] = ()) -> list[str]:
-    """:func:`translate_texts` for sources already encoded (each ending in </s>, as encode_pairs gives
-    them): a GPU run scores its dev sets from IDs prepared elsewhere, with the tokenizer only decoding."""
+def translate_encoded(model, tokenizer, sources: list[list[int]], beam_size: int = 1,
+                      batch_tokens: int = 2000, alpha: float = 0.6, progress: bool = False, device=None,
+                      max_loop_repeats: int = 0, scoring: str = "gnmt",
+                      early_stopping: bool | str = False, suppress: tuple[int, ...] = ()) -> list[str]:
+    """:func:`translate_texts` for sources already encoded (each ending in </s>, as encode_pairs
+    gives them): a GPU run scores its dev sets from IDs prepared elsewhere, the tokenizer only
+    decoding."""
     from transformer_viz.text.corpora import make_batch, token_batches
 
     device = device or next(model.parameters()).device
@@ -93,8 +94,8 @@ def translate_encoded(model, tokenizer, sources: list[list[int]], beam_size: int
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(sources), desc=f"translating ({'greedy' if beam_size <= 1 else f'beam {beam_size}'})",
-                   unit="sent")
+        what = "greedy" if beam_size <= 1 else f"beam {beam_size}"
+        bar = tqdm(total=len(sources), desc=f"translating ({what})", unit="sent")
     was_training = model.training
     model.eval()
     try:

@@ -1,12 +1,17 @@
-"""The paper's base model trained on a borrowed GPU (one H100, 15 minutes), prepared and checked here.
+"""The paper's base model trained on a borrowed GPU (one H100, 15 minutes), prepared and checked
+here.
 
 Three stages, one command each (``python -m transformer_viz.training.gpu_run STAGE``):
 
-``prepare`` (here, on the CPU): the joint BPE and the corpora encoded once, into a folder of a few MB that
-    travels with the GPU command, so the GPU does no tokenizer work but decoding its dev translations.
-``train`` (on the GPU, one process per direction): the trainer's own loop (training.translation.run_epoch)
+``prepare`` (here, on the CPU): the joint BPE and the corpora encoded once, into a folder of a few
+MB that
+    travels with the GPU command, so the GPU does no tokenizer work but decoding its dev
+    translations.
+``train`` (on the GPU, one process per direction): the trainer's own loop
+(training.translation.run_epoch)
     for a wall-clock budget checked before every step, bf16 autocast, the paper's schedule and label
-    smoothing; greedy dev BLEU as it goes; at the end the weights are quantised (checkpoints.compact), put
+    smoothing; greedy dev BLEU as it goes; at the end the weights are quantised
+    (checkpoints.compact), put
     back into the model, scored on the dev sets, and written as int8 shards with a manifest of their
     SHA-256 hashes and of those scores: the scores of the weights exactly as sent.
 ``join`` (here): checks the hashes, restores the weights, scores them again on this CPU and writes
@@ -39,13 +44,14 @@ DIRECTIONS = {"de-en": ("de", "en"), "en-de": ("en", "de")}
 MANIFEST_SUFFIX = ".manifest.json"
 
 
-# --- prepare: the BPE and the encoded corpora ---------------------------------------------------------
+# --- prepare: the BPE and the encoded corpora
+# ---------------------------------------------------------
 
 
 def _encode(tokenizer, texts: list[str], chunk: int = 20_000) -> list[list[int]]:
     ids: list[list[int]] = []
     for start in range(0, len(texts), chunk):
-        ids += tokenizer(texts[start: start + chunk], add_special_tokens=False)["input_ids"]
+        ids += tokenizer(texts[start : start + chunk], add_special_tokens=False)["input_ids"]
     return ids
 
 
@@ -61,12 +67,21 @@ def _rows(flat: torch.Tensor, offsets: torch.Tensor) -> list[list[int]]:
     return [ids[a:b] for a, b in zip(ends[:-1], ends[1:])]
 
 
-def prepare(out: str | Path, data_dir=None, tatoeba_dir=None, tokenizer_dir: str | Path | None = None,
-            vocab_size: int = 8000, pairs: dict | None = None, log=print) -> dict:
-    """Encode Multi30k train + Tatoeba train and the two dev sets into ``out``; returns its manifest.
+def prepare(
+    out: str | Path,
+    data_dir=None,
+    tatoeba_dir=None,
+    tokenizer_dir: str | Path | None = None,
+    vocab_size: int = 8000,
+    pairs: dict | None = None,
+    log=print,
+) -> dict:
+    """Encode Multi30k train + Tatoeba train and the two dev sets into ``out``; returns its
+    manifest.
 
     The corpora come through training.translation.load_corpora, so the Tatoeba dev split is carved
-    exactly as the trainer carves it. ``tokenizer_dir``: reuse that tokenizer (the shipped checkpoints');
+    exactly as the trainer carves it. ``tokenizer_dir``: reuse that tokenizer (the shipped
+    checkpoints');
     without it a joint BPE of ``vocab_size`` is learned as the trainer learns it (build_tokenizer).
     ``pairs`` replaces reading files, as in load_corpora (tests).
     """
@@ -80,12 +95,20 @@ def prepare(out: str | Path, data_dir=None, tatoeba_dir=None, tokenizer_dir: str
     t0 = time.time()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    tc = TrainConfig(src_lang=LANGS[0], tgt_lang=LANGS[1], multi30k_copies=1, tatoeba_copies=1,
-                     vocab_size=vocab_size)
+    tc = TrainConfig(
+        src_lang=LANGS[0],
+        tgt_lang=LANGS[1],
+        multi30k_copies=1,
+        tatoeba_copies=1,
+        vocab_size=vocab_size,
+    )
     corpora = load_corpora(tc, data_dir, tatoeba_dir, pairs)
     n_multi30k = corpora.sizes["multi30k_train"]
-    splits = {"multi30k_train": corpora.train[:n_multi30k], "tatoeba_train": corpora.train[n_multi30k:],
-              **corpora.validation}
+    splits = {
+        "multi30k_train": corpora.train[:n_multi30k],
+        "tatoeba_train": corpora.train[n_multi30k:],
+        **corpora.validation,
+    }
     if set(splits) != set(TRAIN_SPLITS + DEV_SETS):
         raise ValueError(f"expected the splits {TRAIN_SPLITS + DEV_SETS}, got {sorted(splits)}")
     if tokenizer_dir:
@@ -105,15 +128,23 @@ def prepare(out: str | Path, data_dir=None, tatoeba_dir=None, tokenizer_dir: str
             rows = _encode(tokenizer, [pair[side] for pair in split_pairs])
             tensors[f"{split}.{lang}.ids"], tensors[f"{split}.{lang}.offsets"] = _flat(rows)
     save_file(tensors, str(out / DATA_FILE))
-    dev = {name: [list(p) for p in splits[name]] for name in DEV_SETS}  # references stay text for BLEU
+    dev = {
+        name: [list(p) for p in splits[name]] for name in DEV_SETS
+    }  # references stay text for BLEU
     (out / DEV_FILE).write_text(json.dumps(dev, ensure_ascii=False), encoding="utf-8")
     files = [DATA_FILE, DEV_FILE, "tokenizer/tokenizer.json"]
-    manifest = {"pairs": counts, "languages": list(LANGS), "vocab_size": len(tokenizer),
-                "tokenizer": str(tokenizer_dir) if tokenizer_dir else f"joint BPE of {vocab_size} learned here",
-                "tokens": {k: int(v.numel()) for k, v in tensors.items() if k.endswith(".ids")},
-                "sha256": {name: sha256(out / name) for name in files},
-                "bytes": sum((out / name).stat().st_size for name in files),
-                "seconds": round(time.time() - t0, 1)}
+    manifest = {
+        "pairs": counts,
+        "languages": list(LANGS),
+        "vocab_size": len(tokenizer),
+        "tokenizer": str(tokenizer_dir)
+        if tokenizer_dir
+        else f"joint BPE of {vocab_size} learned here",
+        "tokens": {k: int(v.numel()) for k, v in tensors.items() if k.endswith(".ids")},
+        "sha256": {name: sha256(out / name) for name in files},
+        "bytes": sum((out / name).stat().st_size for name in files),
+        "seconds": round(time.time() - t0, 1),
+    }
     (out / DATA_MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     log(f"wrote {out}: {manifest['bytes'] / 2**20:.1f} MiB, {counts} in {manifest['seconds']} s")
     return manifest
@@ -121,7 +152,8 @@ def prepare(out: str | Path, data_dir=None, tatoeba_dir=None, tokenizer_dir: str
 
 @dataclass
 class Prepared:
-    """The prepared folder, read back: the tokenizer (for decoding), every split's IDs and the dev texts."""
+    """The prepared folder, read back: the tokenizer (for decoding), every split's IDs and the dev
+    texts."""
 
     directory: Path
     tokenizer: object
@@ -141,18 +173,25 @@ class Prepared:
         for key in tensors:
             if key.endswith(".ids"):
                 split, lang, _ = key.split(".")
-                ids.setdefault(split, {})[lang] = _rows(tensors[key], tensors[f"{split}.{lang}.offsets"])
+                ids.setdefault(split, {})[lang] = _rows(
+                    tensors[key], tensors[f"{split}.{lang}.offsets"]
+                )
         dev_text = json.loads((directory / DEV_FILE).read_text(encoding="utf-8"))
         dev = {name: [tuple(p) for p in pairs] for name, pairs in dev_text.items()}
         manifest = json.loads((directory / DATA_MANIFEST).read_text())
         return cls(directory, load_tokenizer(directory / "tokenizer"), ids, dev, manifest)
 
-    def examples(self, split: str, src: str, tgt: str, max_len: int) -> list[tuple[list[int], list[int]]]:
-        """What text.corpora.encode_pairs gives for the split's pairs: sources cut and ended by </s>,
+    def examples(
+        self, split: str, src: str, tgt: str, max_len: int
+    ) -> list[tuple[list[int], list[int]]]:
+        """What text.corpora.encode_pairs gives for the split's pairs: sources cut and ended by
+        </s>,
         targets cut to max_len - 1."""
         eos = self.tokenizer.eos_token_id
-        return [(s[: max_len - 1] + [eos], t[: max_len - 1])
-                for s, t in zip(self.ids[split][src], self.ids[split][tgt])]
+        return [
+            (s[: max_len - 1] + [eos], t[: max_len - 1])
+            for s, t in zip(self.ids[split][src], self.ids[split][tgt])
+        ]
 
     def dev_set(self, name: str, src: str, tgt: str, max_len: int, limit: int = 0):
         """(encoded sources, reference texts) of the first ``limit`` pairs (0: all) of a dev set."""
@@ -161,21 +200,30 @@ class Prepared:
         return [s for s, _ in examples], references
 
 
-def dev_scores(model, prepared: Prepared, src: str, tgt: str, limit: int,
-               batch_tokens: int = 2000) -> dict[str, dict]:
-    """Greedy translations of each dev set's first ``limit`` sentences, scored with sacreBLEU and chrF."""
+def dev_scores(
+    model, prepared: Prepared, src: str, tgt: str, limit: int, batch_tokens: int = 2000
+) -> dict[str, dict]:
+    """Greedy translations of each dev set's first ``limit`` sentences, scored with sacreBLEU and
+    chrF."""
     from transformer_viz.text.evaluation import repetition_rate, score, translate_encoded
 
     out = {}
     for name in DEV_SETS:
         sources, references = prepared.dev_set(name, src, tgt, model.cfg.max_len, limit)
-        hyps = translate_encoded(model, prepared.tokenizer, sources, beam_size=1, batch_tokens=batch_tokens)
-        out[name] = {"sentences": len(hyps), **score(hyps, references).as_dict(),
-                     "repetition_rate": repetition_rate(prepared.tokenizer, hyps), "hypotheses": hyps}
+        hyps = translate_encoded(
+            model, prepared.tokenizer, sources, beam_size=1, batch_tokens=batch_tokens
+        )
+        out[name] = {
+            "sentences": len(hyps),
+            **score(hyps, references).as_dict(),
+            "repetition_rate": repetition_rate(prepared.tokenizer, hyps),
+            "hypotheses": hyps,
+        }
     return out
 
 
-# --- train: one direction, one process, a fixed wall-clock budget -------------------------------------
+# --- train: one direction, one process, a fixed wall-clock budget
+# -------------------------------------
 
 
 @dataclass
@@ -187,7 +235,8 @@ class GpuRunConfig:
     minutes: float = 8.0  # training wall-clock, checked before every step (evaluations included)
     batch_tokens: int = 25_000  # padded source + target tokens per batch; halved until it fits
     # The paper's schedule with its peak kept: factor · d_model^-0.5 · warmup^-0.5 = 7.0e-4 for
-    # warmup 800, factor 0.447 (the paper: warmup 4000, factor 1), because a budget of minutes gives a
+    # warmup 800, factor 0.447 (the paper: warmup 4000, factor 1), because a budget of minutes gives
+    # a
     # few thousand steps, not the paper's 100,000.
     warmup: int = 800
     lr_factor: float = 0.447
@@ -207,11 +256,21 @@ class GpuRunConfig:
         from transformer_viz.training.translation import TrainConfig
 
         src, tgt = DIRECTIONS[self.direction]
-        return TrainConfig(src_lang=src, tgt_lang=tgt, config=self.preset, batch_tokens=self.batch_tokens,
-                           warmup=self.warmup, lr_factor=self.lr_factor, label_smoothing=self.label_smoothing,
-                           multi30k_copies=self.multi30k_copies, tatoeba_copies=self.tatoeba_copies,
-                           amp=self.amp, seed=self.seed, threads=self.threads,
-                           model_overrides=self.model_overrides)
+        return TrainConfig(
+            src_lang=src,
+            tgt_lang=tgt,
+            config=self.preset,
+            batch_tokens=self.batch_tokens,
+            warmup=self.warmup,
+            lr_factor=self.lr_factor,
+            label_smoothing=self.label_smoothing,
+            multi30k_copies=self.multi30k_copies,
+            tatoeba_copies=self.tatoeba_copies,
+            amp=self.amp,
+            seed=self.seed,
+            threads=self.threads,
+            model_overrides=self.model_overrides,
+        )
 
 
 def _fused_attention_runs(model, batch, amp: str) -> bool:
@@ -244,19 +303,31 @@ def fitting_batch_tokens(model, examples, batch_tokens: int, device, amp: str, l
     cfg = model.cfg
     while batch_tokens >= 1000:
         batches = token_batches(examples, batch_tokens, shuffle=False)
-        worst = max(batches, key=lambda idx: len(idx) * max(max(len(examples[i][0]), len(examples[i][1]) + 1)
-                                                            for i in idx))
-        batch = make_batch([examples[i] for i in worst], cfg.pad_id, cfg.bos_id, cfg.eos_id).to(device)
+        worst = max(
+            batches,
+            key=lambda idx: (
+                len(idx) * max(max(len(examples[i][0]), len(examples[i][1]) + 1) for i in idx)
+            ),
+        )
+        batch = make_batch([examples[i] for i in worst], cfg.pad_id, cfg.bos_id, cfg.eos_id).to(
+            device
+        )
         try:
             fused = _fused_attention_runs(model, batch, amp)
             with autocast(device, amp), attention_kernel(device):
                 logits = model(batch.src, batch.tgt_in)  # (B, T, V)
             label_smoothed_loss(logits, batch.tgt_out, 0.1, cfg.pad_id).backward()
             model.zero_grad(set_to_none=True)
-            log(f"batch of {batch_tokens} tokens fits: peak {torch.cuda.max_memory_allocated(device) / 2**30:.1f} "
+            log(
+                f"batch of {batch_tokens} tokens fits: peak "
+                f"{torch.cuda.max_memory_allocated(device) / 2**30:.1f} "
                 f"GiB for the worst batch {tuple(batch.src.shape)} + {tuple(batch.tgt_in.shape)}; "
-                + ("fused attention kernels take the masked attention" if fused else
-                   "NO fused attention kernel takes it: PyTorch falls back to the math kernel"))
+                + (
+                    "fused attention kernels take the masked attention"
+                    if fused
+                    else "NO fused attention kernel takes it: PyTorch falls back to the math kernel"
+                )
+            )
             return batch_tokens
         except torch.OutOfMemoryError:
             model.zero_grad(set_to_none=True)
@@ -267,11 +338,19 @@ def fitting_batch_tokens(model, examples, batch_tokens: int, device, amp: str, l
     raise RuntimeError("not even a batch of 1,000 tokens fits")
 
 
-def train_direction(rc: GpuRunConfig, data: str | Path, out: str | Path, log=print, command: str = "") -> dict:
-    """Train one direction for ``rc.minutes``, then quantise, score and write it; returns the manifest.
+def train_direction(
+    rc: GpuRunConfig, data: str | Path, out: str | Path, log=print, command: str = ""
+) -> dict:
+    """Train one direction for ``rc.minutes``, then quantise, score and write it; returns the
+    manifest.
     ``command``: the command line, recorded in the manifest for the model card."""
     from transformer_viz.checkpoints import state_dict_for_saving
-    from transformer_viz.checkpoints.compact import dequantise, quantise, write_manifest, write_shards
+    from transformer_viz.checkpoints.compact import (
+        dequantise,
+        quantise,
+        write_manifest,
+        write_shards,
+    )
     from transformer_viz.models.config import preset
     from transformer_viz.models.transformer import Transformer
     from transformer_viz.text.corpora import make_batch, token_batches
@@ -299,16 +378,22 @@ def train_direction(rc: GpuRunConfig, data: str | Path, out: str | Path, log=pri
     for split, copies in zip(TRAIN_SPLITS, (rc.multi30k_copies, rc.tatoeba_copies)):
         examples += prepared.examples(split, src, tgt, cfg.max_len) * copies
     val_examples = prepared.examples("val", src, tgt, cfg.max_len)
-    val_batches = [make_batch([val_examples[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id)
-                   for idx in token_batches(val_examples, 8000, shuffle=False)]
+    val_batches = [
+        make_batch([val_examples[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id)
+        for idx in token_batches(val_examples, 8000, shuffle=False)
+    ]
     model = Transformer(cfg).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9)
     scaler = torch.amp.GradScaler("cuda", enabled=device.type == "cuda" and rc.amp == "auto")
     tc.batch_tokens = fitting_batch_tokens(model, examples, rc.batch_tokens, device, rc.amp, log)
-    log(f"{rc.direction}: {model.num_parameters():,} parameters (d_model {cfg.d_model}, d_ff {cfg.d_ff}, "
-        f"h {cfg.h}, N {cfg.N}, {'Pre' if cfg.pre_ln else 'Post'}-LN), {len(examples):,} training pairs, "
+    log(
+        f"{rc.direction}: {model.num_parameters():,} parameters (d_model {cfg.d_model}, d_ff "
+        f"{cfg.d_ff}, "
+        f"h {cfg.h}, N {cfg.N}, {'Pre' if cfg.pre_ln else 'Post'}-LN), {len(examples):,} "
+        f"training pairs, "
         f"batches of {tc.batch_tokens} tokens, device {device}"
-        + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""))
+        + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else "")
+    )
 
     state, history = TrainState(), []
     t_train = time.time()
@@ -320,12 +405,17 @@ def train_direction(rc: GpuRunConfig, data: str | Path, out: str | Path, log=pri
     def evaluate() -> None:
         scores = dev_scores(model, prepared, src, tgt, rc.eval_limit)
         elapsed = time.time() - t_train
-        row = {"epoch": state.epoch, "step": state.step,
-               "train_loss": window["loss"] / max(window["steps"], 1),
-               "val_loss": validation_loss(model, val_batches, device, rc.label_smoothing),
-               "val_bleu": scores["val"]["bleu"], "tatoeba_dev_bleu": scores["tatoeba_dev"]["bleu"],
-               "tokens_per_s": tokens_seen[0] / max(elapsed, 1e-9), "elapsed_s": elapsed,
-               "dev_sentences": rc.eval_limit}
+        row = {
+            "epoch": state.epoch,
+            "step": state.step,
+            "train_loss": window["loss"] / max(window["steps"], 1),
+            "val_loss": validation_loss(model, val_batches, device, rc.label_smoothing),
+            "val_bleu": scores["val"]["bleu"],
+            "tatoeba_dev_bleu": scores["tatoeba_dev"]["bleu"],
+            "tokens_per_s": tokens_seen[0] / max(elapsed, 1e-9),
+            "elapsed_s": elapsed,
+            "dev_sentences": rc.eval_limit,
+        }
         history.append(row)
         window.update(loss=0.0, steps=0)
         rounded = {k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}
@@ -341,10 +431,27 @@ def train_direction(rc: GpuRunConfig, data: str | Path, out: str | Path, log=pri
 
     model.train()
     while time.time() < deadline:
-        batches = token_batches(examples, tc.batch_tokens, shuffle=True, seed=tc.seed + state.epoch + 1)
-        run_epoch(model, model, optimizer, scaler, batches, examples, tc, state, device, False, 1,
-                  deadline=deadline, after_step=after_step)
-        if time.time() < deadline:  # a whole epoch: its end is a natural point to look at the dev sets
+        batches = token_batches(
+            examples, tc.batch_tokens, shuffle=True, seed=tc.seed + state.epoch + 1
+        )
+        run_epoch(
+            model,
+            model,
+            optimizer,
+            scaler,
+            batches,
+            examples,
+            tc,
+            state,
+            device,
+            False,
+            1,
+            deadline=deadline,
+            after_step=after_step,
+        )
+        if (
+            time.time() < deadline
+        ):  # a whole epoch: its end is a natural point to look at the dev sets
             state.epoch += 1
             if not rc.eval_every:
                 evaluate()
@@ -353,8 +460,11 @@ def train_direction(rc: GpuRunConfig, data: str | Path, out: str | Path, log=pri
         torch.cuda.synchronize()
     if not history or history[-1]["step"] != state.step:
         evaluate()
-    log(f"{rc.direction}: {state.step} steps, {state.epoch} whole epochs, {tokens_seen[0]:,} target tokens in "
-        f"{train_s:.0f} s ({tokens_seen[0] / max(train_s, 1e-9):,.0f} tokens/s)")
+    log(
+        f"{rc.direction}: {state.step} steps, {state.epoch} whole epochs, {tokens_seen[0]:,} "
+        f"target tokens in "
+        f"{train_s:.0f} s ({tokens_seen[0] / max(train_s, 1e-9):,.0f} tokens/s)"
+    )
 
     # The weights as sent: quantised, put back, scored in float32 (no TF32, as the CPU computes).
     t_final = time.time()
@@ -367,36 +477,63 @@ def train_direction(rc: GpuRunConfig, data: str | Path, out: str | Path, log=pri
     final = dev_scores(model, prepared, src, tgt, rc.final_limit)
     files = write_shards(compact, out, rc.direction)
     manifest = {
-        "direction": rc.direction, "src_lang": src, "tgt_lang": tgt, "config": cfg.to_dict(),
-        "run": asdict(rc), "batch_tokens_used": tc.batch_tokens, "steps": state.step, "epochs": state.epoch,
-        "target_tokens": tokens_seen[0], "train_seconds": round(train_s, 1),
-        "tokens_per_s": round(tokens_seen[0] / max(train_s, 1e-9)), "history": history,
+        "direction": rc.direction,
+        "src_lang": src,
+        "tgt_lang": tgt,
+        "config": cfg.to_dict(),
+        "run": asdict(rc),
+        "batch_tokens_used": tc.batch_tokens,
+        "steps": state.step,
+        "epochs": state.epoch,
+        "target_tokens": tokens_seen[0],
+        "train_seconds": round(train_s, 1),
+        "tokens_per_s": round(tokens_seen[0] / max(train_s, 1e-9)),
+        "history": history,
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
         "peak_memory_gib": round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
-        if device.type == "cuda" else None,
-        "torch": torch.__version__, "data": prepared.manifest["sha256"],
-        "dev_scores_as_sent": final, "files": files,
+        if device.type == "cuda"
+        else None,
+        "torch": torch.__version__,
+        "data": prepared.manifest["sha256"],
+        "dev_scores_as_sent": final,
+        "files": files,
         "command": command,
-        "seconds": {"start": round(t_train - t_start, 1), "train": round(train_s, 1),
-                    "quantise_score_write": round(time.time() - t_final, 1),
-                    "total": round(time.time() - t_start, 1)},
+        "seconds": {
+            "start": round(t_train - t_start, 1),
+            "train": round(train_s, 1),
+            "quantise_score_write": round(time.time() - t_final, 1),
+            "total": round(time.time() - t_start, 1),
+        },
     }
     write_manifest(out / f"{rc.direction}{MANIFEST_SUFFIX}", manifest)
-    log(f"{rc.direction}: as sent, greedy dev BLEU "
+    log(
+        f"{rc.direction}: as sent, greedy dev BLEU "
         + ", ".join(f"{k} {v['bleu']:.2f} ({v['sentences']} sentences)" for k, v in final.items())
         + f"; {len(files)} files of {sum(f['bytes'] for f in files) / 2**20:.1f} MiB; "
-          f"{manifest['seconds']['total']:.0f} s in all")
+        f"{manifest['seconds']['total']:.0f} s in all"
+    )
     return manifest
 
 
-# --- join: back on the CPU ----------------------------------------------------------------------------
+# --- join: back on the CPU
+# ----------------------------------------------------------------------------
 
-BLEU_TOLERANCE = 0.5  # GPU and CPU float32 kernels round differently; a near tie can flip a greedy token
+BLEU_TOLERANCE = (
+    0.5  # GPU and CPU float32 kernels round differently; a near tie can flip a greedy token
+)
 
 
-def join(returned: str | Path, data: str | Path, out_root: str | Path, commands: list[str] | None = None,
-         tolerance: float = BLEU_TOLERANCE, name_prefix: str = "base-", log=print) -> dict[str, dict]:
-    """For every manifest in ``returned`` whose shards came back: check the hashes, restore the weights,
+def join(
+    returned: str | Path,
+    data: str | Path,
+    out_root: str | Path,
+    commands: list[str] | None = None,
+    tolerance: float = BLEU_TOLERANCE,
+    name_prefix: str = "base-",
+    log=print,
+) -> dict[str, dict]:
+    """For every manifest in ``returned`` whose shards came back: check the hashes, restore the
+    weights,
     score them again here, compare with the GPU's scores and write ``out_root/<prefix><direction>``.
     Returns direction -> report (a direction whose shards are missing is reported, not written)."""
     from transformer_viz.checkpoints.compact import HashMismatch, dequantise, read_shards
@@ -427,23 +564,40 @@ def join(returned: str | Path, data: str | Path, out_root: str | Path, commands:
         for name, row in cpu.items():
             gpu_row = manifest["dev_scores_as_sent"][name]
             differ = sum(a != b for a, b in zip(row["hypotheses"], gpu_row["hypotheses"]))
-            agreement[name] = {"gpu_bleu": gpu_row["bleu"], "cpu_bleu": row["bleu"],
-                               "difference": row["bleu"] - gpu_row["bleu"], "sentences": row["sentences"],
-                               "different_translations": differ}
-        log(f"{direction}: dev BLEU here vs on the GPU ({time.time() - t0:.0f} s): " + json.dumps(agreement))
+            agreement[name] = {
+                "gpu_bleu": gpu_row["bleu"],
+                "cpu_bleu": row["bleu"],
+                "difference": row["bleu"] - gpu_row["bleu"],
+                "sentences": row["sentences"],
+                "different_translations": differ,
+            }
+        log(
+            f"{direction}: dev BLEU here vs on the GPU ({time.time() - t0:.0f} s): "
+            + json.dumps(agreement)
+        )
         worst = max(abs(a["difference"]) for a in agreement.values())
         if worst > tolerance:
-            raise ValueError(f"{direction}: dev BLEU here differs from the GPU's by {worst:.2f} "
-                             f"(tolerance {tolerance}): these are not the weights that were scored")
+            raise ValueError(
+                f"{direction}: dev BLEU here differs from the GPU's by {worst:.2f} "
+                f"(tolerance {tolerance}): these are not the weights that were scored"
+            )
         directory = Path(out_root) / f"{name_prefix}{direction}"
         write_checkpoint(directory, model, prepared, manifest, cpu, agreement, commands or [])
         reports[direction] = {"written": True, "directory": str(directory), "agreement": agreement}
     return reports
 
 
-def write_checkpoint(directory: Path, model, prepared: Prepared, manifest: dict, cpu: dict, agreement: dict,
-                     commands: list[str]) -> None:
-    """A complete checkpoint directory: float16 weights (exactly the weights as sent), config, tokenizer,
+def write_checkpoint(
+    directory: Path,
+    model,
+    prepared: Prepared,
+    manifest: dict,
+    cpu: dict,
+    agreement: dict,
+    commands: list[str],
+) -> None:
+    """A complete checkpoint directory: float16 weights (exactly the weights as sent), config,
+    tokenizer,
     decoding defaults, language statistics, metadata and the model card."""
     from transformer_viz.checkpoints import load_checkpoint, save_checkpoint, state_dict_for_saving
     from transformer_viz.text.corpora import MULTI30K_CREDIT, TATOEBA_CREDIT
@@ -453,43 +607,90 @@ def write_checkpoint(directory: Path, model, prepared: Prepared, manifest: dict,
     run, pairs = manifest["run"], prepared.manifest["pairs"]
     src, tgt, cfg = manifest["src_lang"], manifest["tgt_lang"], model.cfg
     minutes = manifest["train_seconds"] / 60
-    data = {"Multi30k": f"{MULTI30K_CREDIT}; {pairs['multi30k_train']:,} training pairs × "
-                        f"{run['multi30k_copies']} per epoch",
-            "Tatoeba": f"{TATOEBA_CREDIT}; {pairs['tatoeba_train']:,} training pairs × {run['tatoeba_copies']} "
-                       f"per epoch, {pairs['tatoeba_dev']:,} held out as the dev split"}
+    data = {
+        "Multi30k": f"{MULTI30K_CREDIT}; {pairs['multi30k_train']:,} training pairs × "
+        f"{run['multi30k_copies']} per epoch",
+        "Tatoeba": f"{TATOEBA_CREDIT}; {pairs['tatoeba_train']:,} training pairs × "
+        "{run['tatoeba_copies']} "
+        f"per epoch, {pairs['tatoeba_dev']:,} held out as the dev split",
+    }
     on_gpu = manifest["device"] != "cpu"
-    shape = "the paper's base model" if manifest["run"]["preset"] == "base" \
+    shape = (
+        "the paper's base model"
+        if manifest["run"]["preset"] == "base"
         else f"the {manifest['run']['preset']} preset"
-    where = f"{manifest['device']}, a borrowed GPU (one H100, 15 minutes)" if on_gpu \
+    )
+    where = (
+        f"{manifest['device']}, a borrowed GPU (one H100, 15 minutes)"
+        if on_gpu
         else "the CPU (a dry run of the GPU script)"
-    hardware = {"GPU": f"{where}, shared by two processes (one per direction)",
-                "wall_clock_minutes": round(minutes, 1), "target_tokens_per_s": manifest["tokens_per_s"],
-                "steps": manifest["steps"], "peak_memory_gib": manifest["peak_memory_gib"],
-                "torch": manifest["torch"], "seconds": manifest["seconds"]}
-    training = {"recipe": f"the paper's base model: Adam (0.9, 0.98, 1e-9), lr = {run['lr_factor']} · "
-                          f"d_model^-0.5 · min(step^-0.5, step · {run['warmup']}^-1.5), label smoothing "
-                          f"{run['label_smoothing']}, dropout {cfg.dropout}, {run['amp']} autocast, fused "
-                          f"attention (scaled_dot_product_attention)",
-                "batch_tokens": manifest["batch_tokens_used"], "minutes": run["minutes"],
-                "steps": manifest["steps"], "whole_epochs": manifest["epochs"],
-                "selected_weights": "the last (no selection: one fixed budget)",
-                "weights_sent": "int8 per row with power-of-two scales, vectors float16 (exact in float16)",
-                "gpu_command": manifest["command"], "commands": "; ".join(commands)}
-    scores = [{"split": name, "decoding": "greedy", "sentences": row["sentences"],
-               **{k: row[k] for k in ("bleu", "chrf", "bleu_lower_tok", "repetition_rate")}}
-              for name, row in cpu.items()]
-    meta = {"name": f"Multi30k + Tatoeba {src}→{tgt}, {shape}, {minutes:.1f} minutes on "
-                    f"{'a GPU' if on_gpu else 'the CPU'}",
-            "description": f"d_model {cfg.d_model}, d_ff {cfg.d_ff}, h {cfg.h}, N {cfg.N} ({shape}), trained for "
-                           f"{minutes:.1f} minutes on {where}; both directions at once.",
-            "src_lang": src, "tgt_lang": tgt, "history": manifest["history"], "data": data,
-            "training": training, "hardware": hardware, "scores": scores,
-            "gpu_check": {"dev_bleu_agreement": agreement, "shards": manifest["files"],
-                          "prepared_data": prepared.manifest["sha256"]}}
-    save_checkpoint(directory, model, prepared.tokenizer, meta, half=True,
-                    generation=GenerationDefaults(num_beams=1))
-    stats = build_language_stats({lang: [ids for split in TRAIN_SPLITS for ids in prepared.ids[split][lang]]
-                                  for lang in LANGS}, ["multi30k", "tatoeba"])
+    )
+    hardware = {
+        "GPU": f"{where}, shared by two processes (one per direction)",
+        "wall_clock_minutes": round(minutes, 1),
+        "target_tokens_per_s": manifest["tokens_per_s"],
+        "steps": manifest["steps"],
+        "peak_memory_gib": manifest["peak_memory_gib"],
+        "torch": manifest["torch"],
+        "seconds": manifest["seconds"],
+    }
+    training = {
+        "recipe": f"the paper's base model: Adam (0.9, 0.98, 1e-9), lr = {run['lr_factor']} · "
+        f"d_model^-0.5 · min(step^-0.5, step · {run['warmup']}^-1.5), label smoothing "
+        f"{run['label_smoothing']}, dropout {cfg.dropout}, {run['amp']} autocast, fused "
+        f"attention (scaled_dot_product_attention)",
+        "batch_tokens": manifest["batch_tokens_used"],
+        "minutes": run["minutes"],
+        "steps": manifest["steps"],
+        "whole_epochs": manifest["epochs"],
+        "selected_weights": "the last (no selection: one fixed budget)",
+        "weights_sent": "int8 per row with power-of-two scales, vectors float16 (exact in float16)",
+        "gpu_command": manifest["command"],
+        "commands": "; ".join(commands),
+    }
+    scores = [
+        {
+            "split": name,
+            "decoding": "greedy",
+            "sentences": row["sentences"],
+            **{k: row[k] for k in ("bleu", "chrf", "bleu_lower_tok", "repetition_rate")},
+        }
+        for name, row in cpu.items()
+    ]
+    meta = {
+        "name": f"Multi30k + Tatoeba {src}→{tgt}, {shape}, {minutes:.1f} minutes on "
+        f"{'a GPU' if on_gpu else 'the CPU'}",
+        "description": f"d_model {cfg.d_model}, d_ff {cfg.d_ff}, h {cfg.h}, N {cfg.N} ({shape}), "
+        "trained for "
+        f"{minutes:.1f} minutes on {where}; both directions at once.",
+        "src_lang": src,
+        "tgt_lang": tgt,
+        "history": manifest["history"],
+        "data": data,
+        "training": training,
+        "hardware": hardware,
+        "scores": scores,
+        "gpu_check": {
+            "dev_bleu_agreement": agreement,
+            "shards": manifest["files"],
+            "prepared_data": prepared.manifest["sha256"],
+        },
+    }
+    save_checkpoint(
+        directory,
+        model,
+        prepared.tokenizer,
+        meta,
+        half=True,
+        generation=GenerationDefaults(num_beams=1),
+    )
+    stats = build_language_stats(
+        {
+            lang: [ids for split in TRAIN_SPLITS for ids in prepared.ids[split][lang]]
+            for lang in LANGS
+        },
+        ["multi30k", "tatoeba"],
+    )
     save_language_stats(directory, stats)
     written = load_checkpoint(directory).model.state_dict()
     for name, tensor in state_dict_for_saving(model).items():
@@ -497,53 +698,85 @@ def write_checkpoint(directory: Path, model, prepared: Prepared, manifest: dict,
             raise ValueError(f"{directory}: {name} changed when written as float16")
 
 
-# --- the command line -----------------------------------------------------------------------------------
+# --- the command line
+# -----------------------------------------------------------------------------------
 
 
 def _config_flags(p: argparse.ArgumentParser) -> None:
     for f in GpuRunConfig.__dataclass_fields__.values():
         default = f.default_factory() if callable(f.default_factory) else f.default
         kind = json.loads if isinstance(default, dict) else type(default)
-        p.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=kind, default=default,
-                       help=f"(default: {default!r})")
+        p.add_argument(
+            "--" + f.name.replace("_", "-"),
+            dest=f.name,
+            type=kind,
+            default=default,
+            help=f"(default: {default!r})",
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m transformer_viz.training.gpu_run",
-                                     description="prepare, train (on a GPU) and join the base model")
+    parser = argparse.ArgumentParser(
+        prog="python -m transformer_viz.training.gpu_run",
+        description="prepare, train (on a GPU) and join the base model",
+    )
     sub = parser.add_subparsers(dest="stage", required=True)
     p = sub.add_parser("prepare", help="encode the corpora with the joint BPE into a folder")
     p.add_argument("--data-dir", required=True)
     p.add_argument("--tatoeba-dir", required=True)
-    p.add_argument("--tokenizer", default="checkpoints/de-en/tokenizer",
-                   help="reuse this tokenizer directory ('' learns a joint BPE of --vocab-size)")
+    p.add_argument(
+        "--tokenizer",
+        default="checkpoints/de-en/tokenizer",
+        help="reuse this tokenizer directory ('' learns a joint BPE of --vocab-size)",
+    )
     p.add_argument("--vocab-size", type=int, default=8000)
     p.add_argument("--out", default="gpu-data")
-    p = sub.add_parser("train", help="train one direction for a wall-clock budget; write its shards")
+    p = sub.add_parser(
+        "train", help="train one direction for a wall-clock budget; write its shards"
+    )
     p.add_argument("--data", default="gpu-data")
     p.add_argument("--out", default="gpu-out")
     _config_flags(p)
     p = sub.add_parser("join", help="check the returned shards, score them here, write checkpoints")
-    p.add_argument("--returned", required=True, help="the folder holding the files the GPU sent back")
+    p.add_argument(
+        "--returned", required=True, help="the folder holding the files the GPU sent back"
+    )
     p.add_argument("--data", default="gpu-data")
     p.add_argument("--out", default="checkpoints")
-    p.add_argument("--prefix", default="base-", help="checkpoint directory name: PREFIX + direction")
+    p.add_argument(
+        "--prefix", default="base-", help="checkpoint directory name: PREFIX + direction"
+    )
     p.add_argument("--tolerance", type=float, default=BLEU_TOLERANCE)
-    p.add_argument("--command", action="append", default=[], help="a command to record in the model card")
+    p.add_argument(
+        "--command", action="append", default=[], help="a command to record in the model card"
+    )
     args = parser.parse_args(argv)
 
     def log(message: str) -> None:
         print(message, flush=True)
 
     if args.stage == "prepare":
-        prepare(args.out, args.data_dir, args.tatoeba_dir, args.tokenizer or None, args.vocab_size, log=log)
+        prepare(
+            args.out,
+            args.data_dir,
+            args.tatoeba_dir,
+            args.tokenizer or None,
+            args.vocab_size,
+            log=log,
+        )
     elif args.stage == "train":
-        rc = GpuRunConfig(**{name: getattr(args, name) for name in GpuRunConfig.__dataclass_fields__})
-        command = " ".join(["python -m transformer_viz.training.gpu_run"]
-                           + [shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)])
+        rc = GpuRunConfig(
+            **{name: getattr(args, name) for name in GpuRunConfig.__dataclass_fields__}
+        )
+        command = " ".join(
+            ["python -m transformer_viz.training.gpu_run"]
+            + [shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)]
+        )
         train_direction(rc, args.data, args.out, log=log, command=command)
     else:
-        reports = join(args.returned, args.data, args.out, args.command, args.tolerance, args.prefix, log=log)
+        reports = join(
+            args.returned, args.data, args.out, args.command, args.tolerance, args.prefix, log=log
+        )
         print(json.dumps(reports, indent=1))
         if not any(r["written"] for r in reports.values()):
             return 1

@@ -121,9 +121,10 @@ def run_epoch(model, train_model, optimizer, scaler, batches: list[list[int]], e
               after_step=None) -> tuple[float, int, float]:
     """One pass over this process's batches with the paper's schedule. Returns (loss sum, tokens, seconds).
 
-    ``deadline`` (a time.time() value, 0: none) ends the pass before the first step that would start
-    after it, so a wall-clock budget holds to within one step. ``after_step(state, loss, n_tokens)`` runs
-    after every update (periodic validation, for example); it may return True to end the pass there."""
+    ``deadline`` (a time.time() value, 0: none) ends the pass before the first step that would
+    start after it, so a wall-clock budget holds to within one step. ``after_step(state, loss,
+    n_tokens)`` runs after every update (periodic validation, for example); it may return True to
+    end the pass there."""
     cfg = model.cfg
     bar = None
     if show_progress:
@@ -152,7 +153,7 @@ def run_epoch(model, train_model, optimizer, scaler, batches: list[list[int]], e
             rate = token_sum / max(time.time() - t_epoch, 1e-9)
             bar.set_postfix(loss=f"{loss.item():.3f}", lr=f"{lr:.2e}", tok_s=f"{rate * world:.0f}")
             bar.update(1)
-        if after_step is not None and after_step(state, loss.item(), batch.n_tokens):
+        if after_step and after_step(state, loss.item(), batch.n_tokens):
             break
     if bar:
         bar.close()
