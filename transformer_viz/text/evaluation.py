@@ -64,14 +64,28 @@ def translate_texts(model, tokenizer, texts: list[str], generation: GenerationDe
                     batch_tokens: int = 2000, progress: bool = False, device=None) -> list[str]:
     """Translate many sentences, batched by length, as ``generation`` says (default: greedy); returns
     outputs in input order."""
+    from transformer_viz.text.corpora import encode_pairs
+
+    sources = [s for s, _ in encode_pairs(tokenizer, [(t, "") for t in texts], model.cfg.max_len)]
+    return translate_encoded(model, tokenizer, sources, generation, batch_tokens, progress, device)
+
+
+@torch.no_grad()
+def translate_encoded(model, tokenizer, sources: list[list[int]],
+                      generation: GenerationDefaults | None = None, batch_tokens: int = 2000,
+                      progress: bool = False, device=None) -> list[str]:
+    """:func:`translate_texts` for sources already encoded (each ending in </s>, as encode_pairs
+    gives them): a GPU run scores its dev sets from IDs prepared elsewhere, the tokenizer only
+    decoding."""
+    from transformer_viz.text.corpora import make_batch, token_batches
+
     generation = generation or GenerationDefaults()
     beam_size = generation.num_beams
-    from transformer_viz.text.corpora import encode_pairs, make_batch, token_batches
 
     device = device or next(model.parameters()).device
     cfg = model.cfg
-    pairs = encode_pairs(tokenizer, [(t, "") for t in texts], cfg.max_len)  # (source IDs, no target)
-    outputs: list[str] = [""] * len(texts)
+    pairs = [(ids, []) for ids in sources]  # (source IDs, no target)
+    outputs: list[str] = [""] * len(sources)
     # Beam search multiplies every batch by the beam width; keep the work per batch about the same.
     # token_batches counts padded source + target, here twice the padded source: so twice the budget.
     source_tokens = max(1, batch_tokens // max(beam_size, 1))
@@ -80,8 +94,8 @@ def translate_texts(model, tokenizer, texts: list[str], generation: GenerationDe
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(texts), desc=f"translating ({'greedy' if beam_size <= 1 else f'beam {beam_size}'})",
-                   unit="sent")
+        what = "greedy" if beam_size <= 1 else f"beam {beam_size}"
+        bar = tqdm(total=len(sources), desc=f"translating ({what})", unit="sent")
     was_training = model.training
     model.eval()
     try:

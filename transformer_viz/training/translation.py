@@ -117,8 +117,14 @@ def build_tokenizer(tc: TrainConfig, run_dir: Path, corpora: Corpora, dist: Dist
 
 
 def run_epoch(model, train_model, optimizer, scaler, batches: list[list[int]], examples, tc: TrainConfig,
-              state: TrainState, device, show_progress: bool, world: int) -> tuple[float, int, float]:
-    """One pass over this process's batches with the paper's schedule. Returns (loss sum, tokens, seconds)."""
+              state: TrainState, device, show_progress: bool, world: int, deadline: float = 0.0,
+              after_step=None) -> tuple[float, int, float]:
+    """One pass over this process's batches with the paper's schedule. Returns (loss sum, tokens, seconds).
+
+    ``deadline`` (a time.time() value, 0: none) ends the pass before the first step that would
+    start after it, so a wall-clock budget holds to within one step. ``after_step(state, loss,
+    n_tokens)`` runs after every update (periodic validation, for example); it may return True to
+    end the pass there."""
     cfg = model.cfg
     bar = None
     if show_progress:
@@ -127,6 +133,8 @@ def run_epoch(model, train_model, optimizer, scaler, batches: list[list[int]], e
         bar = tqdm(total=len(batches), desc=f"epoch {state.epoch + 1}", unit="batch", leave=False, mininterval=2.0)
     loss_sum, token_sum, t_epoch = 0.0, 0, time.time()
     for idx in batches:
+        if deadline and time.time() >= deadline:
+            break
         batch = make_batch([examples[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id).to(device)
         state.step += 1
         lr = learning_rate(state.step, cfg.d_model, tc.warmup, tc.lr_factor) * rewarmup_factor(tc, state)
@@ -145,6 +153,8 @@ def run_epoch(model, train_model, optimizer, scaler, batches: list[list[int]], e
             rate = token_sum / max(time.time() - t_epoch, 1e-9)
             bar.set_postfix(loss=f"{loss.item():.3f}", lr=f"{lr:.2e}", tok_s=f"{rate * world:.0f}")
             bar.update(1)
+        if after_step and after_step(state, loss.item(), batch.n_tokens):
+            break
     if bar:
         bar.close()
     return loss_sum, token_sum, time.time() - t_epoch

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The paper's base model, both directions at once on one GPU (two processes), for a fixed wall-clock
+# budget; then the first direction's files are copied to $OUT, the folder whose files come back.
+# The other direction's shards stay in the work folder for a second command, started at once:
+#
+#   OUT=... tools/gpu/train_base.sh [--minutes 8] [--batch-tokens 25000] [--preset base]
+#       [--first de-en] [--data gpu-data] [--work gpu-out] [-- gpu_run train flags]
+#   OUT=... tools/gpu/train_base.sh --send en-de
+#
+# $PYTHON (default python3) runs transformer_viz.training.gpu_run; tools/gpu/README.md has the plan.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PYTHON=${PYTHON:-python3}
+MINUTES=8
+BATCH=25000
+PRESET=base
+FIRST=de-en
+DATA=gpu-data
+WORK=gpu-out
+SEND=""
+EXTRA=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --minutes) MINUTES=$2; shift 2 ;;
+    --batch-tokens) BATCH=$2; shift 2 ;;
+    --preset) PRESET=$2; shift 2 ;;
+    --first) FIRST=$2; shift 2 ;;
+    --data) DATA=$2; shift 2 ;;
+    --work) WORK=$2; shift 2 ;;
+    --send) SEND=$2; shift 2 ;;
+    --) shift; EXTRA=("$@"); break ;;
+    *) echo "unknown flag $1 (see the head of $0)" >&2; exit 2 ;;
+  esac
+done
+: "${OUT:?set OUT to the folder whose files come back}"
+mkdir -p "$OUT"
+
+send() {  # one direction's shards and manifest
+  cp "$WORK/$1/$1".weights-*.safetensors "$WORK/$1/$1.manifest.json" "$OUT/"
+}
+
+if [ -n "$SEND" ]; then
+  send "$SEND"
+  ls -l "$OUT"
+  exit 0
+fi
+
+case "$FIRST" in
+  de-en) OTHER=en-de ;;
+  en-de) OTHER=de-en ;;
+  *) echo "--first must be de-en or en-de" >&2; exit 2 ;;
+esac
+if [ ! -f "$DATA/corpora.safetensors" ]; then
+  echo "$DATA/corpora.safetensors is missing: run gpu_run prepare here first" >&2
+  exit 2
+fi
+(cd "$DATA" && sha256sum corpora.safetensors dev.json tokenizer/tokenizer.json) || true
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || true
+echo "start $(date -u +%H:%M:%S): $PRESET, $MINUTES minutes, batches of $BATCH tokens"
+
+PIDS=()
+for direction in "$FIRST" "$OTHER"; do
+  mkdir -p "$WORK/$direction"
+  "$PYTHON" -u -m transformer_viz.training.gpu_run train --data "$DATA" --out "$WORK/$direction" \
+    --direction "$direction" --preset "$PRESET" --minutes "$MINUTES" --batch-tokens "$BATCH" \
+    ${EXTRA[@]+"${EXTRA[@]}"} > "$WORK/$direction/train.log" 2>&1 &
+  PIDS+=($!)
+done
+tail -n +1 -F "$WORK/$FIRST/train.log" "$WORK/$OTHER/train.log" 2>/dev/null &
+TAIL=$!
+STATUS=0
+for pid in "${PIDS[@]}"; do
+  wait "$pid" || STATUS=1
+done
+sleep 1
+kill "$TAIL" 2>/dev/null || true
+echo "end $(date -u +%H:%M:%S), status $STATUS"
+
+# What comes back now: the first direction whole, the other's manifest (its scores, should its
+# shards never come back) and both logs.
+send "$FIRST" || STATUS=1
+cp "$WORK/$OTHER/$OTHER.manifest.json" "$OUT/" 2>/dev/null || STATUS=1
+cat "$WORK/$FIRST/train.log" "$WORK/$OTHER/train.log" > "$OUT/train.log"
+ls -l "$OUT"
+exit $STATUS
