@@ -67,21 +67,22 @@ def grid_axes(n: int, cols: int, widths: list[float] | None = None, gap_x: float
 def head_grid(values, x_labels: list[str], y_labels: list[str], title: str | None = None,
               selected: int | None = None, cols: int | None = None, value_name: str = "weight",
               colorscale: str = SEQUENTIAL, zmin: float | None = 0.0, zmax: float | None = 1.0,
-              height: int | None = None) -> go.Figure:
+              height: int | None = None, panel_name: str = "head") -> go.Figure:
     """One small heatmap per head. values (h, L_q, L_k); the heads share one colour scale.
 
-    Each head's colour trace is named "head j" (masked cells, if any, in a grey trace "head j masked").
+    Each head's colour trace is named "head j" (masked cells, if any, in a grey trace "head j masked");
+    ``panel_name`` names the panels another way when they are not heads ("layer": one head in each layer).
     """
     values = np.asarray(values, dtype=np.float64)
     if values.ndim != 3:
         raise ValueError(f"head_grid needs (h, L_q, L_k), got shape {values.shape}")
     h = values.shape[0]
     cols = cols or min(h, 4)
-    titles = [f"<b>head {j} ◀</b>" if j == selected else f"head {j}" for j in range(h)]
+    titles = [f"<b>{panel_name} {j} ◀</b>" if j == selected else f"{panel_name} {j}" for j in range(h)]
     layout, refs = grid_axes(h, cols, titles=titles)
     data: list[dict] = []
     for j in range(h):
-        data += heatmap_traces(values[j], list(x_labels), list(y_labels), value_name, f"head {j}", refs[j], ".6g",
+        data += heatmap_traces(values[j], list(x_labels), list(y_labels), value_name, f"{panel_name} {j}", refs[j], ".6g",
                                coloraxis="coloraxis")
     rows = -(-h // cols)
     for j in range(h):

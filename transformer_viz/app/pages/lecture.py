@@ -107,8 +107,9 @@ def speaker_notes(step: lecture.Step) -> None:
 
 def show_step(step: lecture.Step, sel: Selection, run, projector: bool) -> None:
     ckpt = loaders.get_checkpoint(sel.checkpoint)
+    beam = loaders.get_run(sel.checkpoint, sel.sentence, lecture.BEAM_K) if step.id == "inference" else None
     ctx = lecture.Context(run, sel.layer, sel.head, ckpt.tokenizer.convert_ids_to_tokens, ckpt.metadata,
-                          st.session_state.get("lecture_what_if_position", 0) + 1, ckpt.model)
+                          st.session_state.get("lecture_what_if_position", 0) + 1, ckpt.model, beam)
     words, picture = st.columns([2, 3] if projector else [1, 1])  # formulas fit the text column
     with words:
         st.subheader(step.title, anchor=False)
