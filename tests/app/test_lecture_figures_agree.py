@@ -128,3 +128,37 @@ def test_the_detr_step_counts_the_shipped_toy_detrs_queries():
     if not config.is_file():
         pytest.skip("the shipped DETR is missing")
     assert detr_queries() == json.loads(config.read_text())["n_queries"]
+
+
+def test_step_16_shows_the_heads_that_matter_most_with_the_ones_the_text_names():
+    """72 heads do not fit a projector's column: the bars are the 16 largest drops, the text's two first."""
+    from transformer_viz.app.lecture import figures
+
+    class Head(str):
+        label = "a head"
+
+    drops = np.linspace(-0.2, 1.5, 72)[::-1].copy()
+    np.random.default_rng(0).shuffle(drops)
+    numbers = type("HeadsRun", (), {"heads": [Head(f"cross.{i // 8}.{i % 8}") for i in range(72)], "drops": drops})
+    named = sorted(range(72), key=lambda i: -drops[i])[:2]
+    original = figures.head_drops
+    figures.head_drops = lambda ctx: numbers
+    try:
+        spec = figures.fig_heads(None)
+    finally:
+        figures.head_drops = original
+    names, shown = spec.args
+    assert len(names) == figures.HEADS_SHOWN and names[:2] == [str(numbers.heads[i]) for i in named]
+    assert list(shown) == sorted(shown, reverse=True) and min(shown) >= np.sort(drops)[-16]
+    fig = spec.plot(*spec.args, **spec.kwargs)
+    assert len(fig.data[0].x) == 16 and "16 of 72 heads" in fig.layout.title.text
+    assert len(spec.data["head"]) == 72  # the CSV keeps all
+
+
+def test_step_8s_grid_of_8_heads_fits_a_1280_px_projectors_figure_column(ctx):
+    """731 px beside the text at 1280×720 (the sidebar folded): the grid asked for 750 and was cut."""
+    from transformer_viz.plots.payload import browser_figure
+
+    fig, _ = figure(ctx, "multihead", projector=True)
+    cols = min(ctx.run.config.h, 4)
+    assert browser_figure(fig).min_width <= 731 and browser_figure(fig).min_width == 165 * cols + 60

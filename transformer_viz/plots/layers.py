@@ -67,11 +67,13 @@ def grid_axes(n: int, cols: int, widths: list[float] | None = None, gap_x: float
 def head_grid(values, x_labels: list[str], y_labels: list[str], title: str | None = None,
               selected: int | None = None, cols: int | None = None, value_name: str = "weight",
               colorscale: str = SEQUENTIAL, zmin: float | None = 0.0, zmax: float | None = 1.0,
-              height: int | None = None, panel_name: str = "head") -> go.Figure:
+              height: int | None = None, panel_name: str = "head",
+              panel_width: int | None = None) -> go.Figure:
     """One small heatmap per head. values (h, L_q, L_k); the heads share one colour scale.
 
     Each head's colour trace is named "head j" (masked cells, if any, in a grey trace "head j masked");
-    ``panel_name`` names the panels another way when they are not heads ("layer": one head in each layer).
+    ``panel_name`` names the panels another way when they are not heads ("layer": one head in each layer);
+    ``panel_width``, when given, is the px a panel needs (the figure's min_width), instead of the default.
     """
     values = np.asarray(values, dtype=np.float64)
     if values.ndim != 3:
@@ -98,7 +100,10 @@ def head_grid(values, x_labels: list[str], y_labels: list[str], title: str | Non
                            "colorbar": {"title": {"text": value_name}}}
     if colorscale == DIVERGING and zmin is None and zmax is None:
         layout["coloraxis"]["cmid"] = 0.0
-    return make_figure(data, layout, title, height or 140 + 240 * rows, panel_titles=True)
+    fig = make_figure(data, layout, title, height or 140 + 240 * rows, panel_titles=True)
+    if panel_width:
+        fig.layout.meta = {"min_width": panel_width * cols + 60}
+    return fig
 
 
 def attention_map(values, x_labels: list[str], y_labels: list[str], title: str | None = None,

@@ -102,7 +102,10 @@ def fig_scores(ctx: Context) -> FigureSpec:
 def fig_multihead(ctx: Context) -> FigureSpec:
     weights, labels = encoder_weights(ctx), token_labels(ctx.run.src_tokens)
     return FigureSpec(layer_plots.head_grid, (weights, labels, labels),
-                      {"selected": ctx.head, "title": f"Encoder layer {ctx.layer}: all {len(weights)} heads"},
+                      # 4 panels of 165 px fit a 1280 px projector's figure column (731 px) beside the text,
+                      # their token labels at 18 px included
+                      {"selected": ctx.head, "title": f"Encoder layer {ctx.layer}: all {len(weights)} heads",
+                       "panel_width": 165},
                       {f"head {h}": weights[h].ravel() for h in range(len(weights))})
 
 
@@ -183,11 +186,17 @@ def fig_inference(ctx: Context) -> FigureSpec:
                       {"token": tokens, "probability": probs})
 
 
+HEADS_SHOWN = 16  # bars: the heads that matter most; a projector's column holds no more at a legible size
+
+
 def fig_heads(ctx: Context) -> FigureSpec:
     numbers = head_drops(ctx)
     names = [str(head) for head in numbers.heads]
-    return FigureSpec(heads_plots.head_drop_figure, (names, numbers.drops),
-                      {"title": "How much log p(translation) falls when one head alone is off"},
+    # Largest drop first, so the heads the text names lead; the CSV keeps every head.
+    order = np.argsort(-numbers.drops, kind="stable")[:HEADS_SHOWN]
+    shown = f"the {len(order)} of {len(names)} heads" if len(order) < len(names) else "each head"
+    return FigureSpec(heads_plots.head_drop_figure, ([names[i] for i in order], numbers.drops[order]),
+                      {"title": f"log p(translation) falls most without {shown}"},
                       {"head": names, "drop (nats)": numbers.drops})
 
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from transformer_viz.app.lecture.context import (Context, detr_queries, encoder_weights, head_drops, lookup_weights,
                                                  padded_length, traced)
+from transformer_viz.app.lecture.figures import HEADS_SHOWN
 from transformer_viz.plots import lecture as lecture_plots
 from transformer_viz.plots.common import token_text
 from transformer_viz.training.schedule import learning_rate
@@ -230,8 +231,9 @@ def text_heads(ctx: Context) -> str:
     order = np.argsort(-numbers.drops)
     first, second = numbers.heads[order[0]], numbers.heads[order[1]]
     small = int((np.abs(numbers.drops) < 0.05).sum())
-    return (f"Each bar is one of the {len(numbers.drops)} heads switched off alone, the translation fed back in as in "
-            f"training. Without {first} ({first.label}) its log-probability falls by {numbers.drops[order[0]]:.2f} "
+    n = len(numbers.drops)
+    bars = f"one of the {n} heads" if n <= HEADS_SHOWN else f"one of the {HEADS_SHOWN} of {n} heads that matter most,"
+    return (f"Each bar is {bars} switched off alone, the translation fed back in as in training. Without {first} ({first.label}) its log-probability falls by {numbers.drops[order[0]]:.2f} "
             f"nats, without {second} by {numbers.drops[order[1]]:.2f}; {small} heads change it by less than 0.05. "
             f"A head's attention map alone does not say which of these it is.")
 
