@@ -102,10 +102,10 @@ def fig_scores(ctx: Context) -> FigureSpec:
 def fig_multihead(ctx: Context) -> FigureSpec:
     weights, labels = encoder_weights(ctx), token_labels(ctx.run.src_tokens)
     return FigureSpec(layer_plots.head_grid, (weights, labels, labels),
-                      # 4 panels of 165 px fit a 1280 px projector's figure column (731 px) beside the text,
+                      # 4 panels of 160 px fit a 1280 px projector's figure column (731 px) beside the text,
                       # their token labels at 18 px included
                       {"selected": ctx.head, "title": f"Encoder layer {ctx.layer}: all {len(weights)} heads",
-                       "panel_width": 165},
+                       "panel_width": 160},
                       {f"head {h}": weights[h].ravel() for h in range(len(weights))})
 
 
