@@ -147,10 +147,10 @@ def test_step_16_shows_the_heads_that_matter_most_with_the_ones_the_text_names()
         spec = figures.fig_heads(None)
     finally:
         figures.head_drops = original
-    names, shown = spec.args
+    fig = spec.plot(*spec.args, **spec.kwargs)
+    names, shown = list(fig.data[0].x), np.asarray(fig.data[0].y)
     assert len(names) == figures.HEADS_SHOWN and names[:2] == [str(numbers.heads[i]) for i in named]
     assert list(shown) == sorted(shown, reverse=True) and min(shown) >= np.sort(drops)[-16]
-    fig = spec.plot(*spec.args, **spec.kwargs)
     assert len(fig.data[0].x) == 16 and "16 of 72 heads" in fig.layout.title.text
     assert len(spec.data["head"]) == 72  # the CSV keeps all
 
