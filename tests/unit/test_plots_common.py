@@ -157,3 +157,22 @@ def test_make_figure_is_one_validated_construction_equal_to_the_shared_look_appl
             if expected["layout"].get("title") == {}:  # the update leaves an empty title: drawn as none
                 del expected["layout"]["title"]
             assert json.loads(made.to_json()) == expected, (layout, title, height, panel_titles)
+
+
+def test_projector_layout_draws_panel_titles_at_18_px_and_breaks_a_long_title_to_fit_551_px():
+    from transformer_viz.plots.common import PROJECTOR_TITLE_SIZE, projector_layout
+    from transformer_viz.plots.margins import text_width
+    from transformer_viz.plots.sampling import families_figure
+
+    fig = families_figure(["a", "b"], ["c", "d"], ["a", "b", "c", "d"],
+                          title="Encoder–decoder: three attentions. Decoder-only: one, causal")
+    big = projector_layout(fig, height=430)
+    panels = [a for a in big.layout.annotations if a.yanchor == "bottom" and a.showarrow is False]
+    assert len(panels) == 4 and all(a.font.size >= 18 for a in panels), [a.font.size for a in panels]
+    lines = big.layout.title.text.split("<br>")
+    assert len(lines) == 2 and " ".join(lines) == fig.layout.title.text
+    assert all(text_width(line, PROJECTOR_TITLE_SIZE) <= 440 for line in lines)
+    assert big.layout.margin.t >= fig.layout.margin.t + 28
+    note = projector_layout(make_figure([], {"annotations": [{"text": "encoder: 17 source tokens",
+                                                              "font": {"size": 13}}]}))
+    assert note.layout.annotations[0].font.size == 16

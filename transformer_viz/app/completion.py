@@ -40,12 +40,54 @@ def _from_url(name: str):
     return min(max(value, low), high) if value == value else default  # NaN: the default
 
 
+def model_language(name: str) -> str | None:
+    """The language a decoder-only checkpoint writes (its metadata's ``lang``), None when it does not say."""
+    try:
+        return load_metadata(list_checkpoints("gpt")[name]).get("lang")
+    except (CheckpointError, KeyError):
+        return None
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _language_checkers() -> list:
+    """(source language, tokenizer, language_stats) of each translation checkpoint that has its
+    language_stats.json: the translation pages' check for text in the other language."""
+    from transformer_viz.app.about import language_stats
+    from transformer_viz.text.tokenizer import load_tokenizer
+
+    found = []
+    for name, directory in list_checkpoints().items():
+        stats = language_stats(name)
+        lang = load_metadata(directory).get("src_lang") if stats is not None else None
+        if lang and (directory / "tokenizer" / "tokenizer.json").is_file():
+            found.append((lang, load_tokenizer(directory / "tokenizer"), stats))
+    return found
+
+
+def prompt_language(prompt: str) -> str | None:
+    """The language a prompt looks like, by the translation models' own check (language_stats.json): the
+    other language when one of them finds its text in it, that model's own when it finds none; None when no
+    translation checkpoint can tell."""
+    from transformer_viz.text.language_stats import check_language
+
+    for lang, tokenizer, stats in _language_checkers():
+        verdict = check_language(stats, tokenizer(prompt)["input_ids"], lang)
+        if verdict.looks_like:
+            return verdict.looks_like
+        if verdict.own:
+            return lang
+    return None
+
+
 def _first_run_defaults(models: list[str]) -> None:
     state = st.session_state
     if "complete_prompt" not in state:  # the session's first run: what the link says
         state["complete_prompt"] = st.query_params.get("prompt", DEFAULT_PROMPT)[:300] or DEFAULT_PROMPT
         wanted = st.query_params.get("gpt")
-        state["complete_model"] = wanted if wanted in models else models[0]
+        if wanted not in models:  # the model of the prompt's language, when one writes it
+            lang = prompt_language(state["complete_prompt"])
+            wanted = next((m for m in models if lang and model_language(m) == lang), models[0])
+        state["complete_model"] = wanted
         for name, (key, *_rest) in PARAMETERS.items():
             state[key] = _from_url(name)
 
@@ -83,6 +125,14 @@ def controls(sidebar_sentence: str) -> Choice:
         length = st.number_input("At most n new tokens", 1, 40, key="complete_length")
         st.button("Use the sidebar's sentence as the prompt", key="complete_use_sidebar", width="stretch",
                   on_click=lambda: state.update(complete_prompt=sidebar_sentence))
+    lang, writes = prompt_language(prompt), model_language(model)
+    if lang and writes and lang != writes:
+        from transformer_viz.text.language_stats import language_name
+
+        better = next((m for m in models if model_language(m) == lang), None)
+        st.warning(f"This prompt looks like {language_name(lang)}, but this model writes {language_name(writes)}: "
+                   f"it will cut the prompt into pieces it knows and continue in {language_name(writes)}."
+                   + (f" Choose {model_label(better)} for a {language_name(lang)} prompt." if better else ""))
     url.write(gpt=model, prompt=prompt, T=f"{temperature:g}", k=str(top_k), p=f"{top_p:g}", seed=str(seed),
               n=str(length))
     return Choice(model, prompt, float(temperature), int(top_k), float(top_p), int(seed), int(length))

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+WIDE_WIDTHS = range(300, 1300, 50)  # px: the least widths a figure asks for (widgets.chart rounds up to one)
+SCROLL_CUE = ('content: "⇆ Swipe sideways: this figure is wider than the screen"; display: block; '
+              "position: sticky; left: 0; width: max-content; padding: 2px 6px; font-size: 14px; color: #333; "
+              "background: #fff3cd; border-radius: 4px;")
 # Style-only HTML takes no room on the page (Streamlit puts it out of the flow).
 PAGE_CSS = """<style>
 /* A projector shows 720 px: less empty space above a smaller title, so that the main figure starts on
@@ -19,8 +23,19 @@ PAGE_CSS = """<style>
 /* A figure of several panels side by side, or a block diagram, keeps the width it needs (widgets.chart)
    and scrolls sideways on a narrower screen, instead of drawing its parts over each other. */
 [class*="st-key-wide"] { overflow-x: auto; overflow-y: hidden; }
+/* On a phone the typed sentence keeps its box to itself: the hint "Press Enter to submit form" was drawn
+   over it (the button beside the box says what to do), and plotly's toolbar, shown after a tap, sits above
+   the chart instead of over its title. */
+@media (max-width: 640px) {
+  [data-testid="InputInstructions"] { display: none; }
+  .js-plotly-plot .modebar-container { top: auto !important; bottom: 100%; }
+}
 """ + "\n".join(f'[class*="st-key-wide{w}-"] > * {{ min-width: {w}px; }}'
-                for w in range(300, 1300, 50)) + """
+                for w in WIDE_WIDTHS) + "\n" + "\n".join(
+    # Where the screen is narrower than the figure (its column's padding included), a line under it says
+    # that it scrolls sideways; it stays at the left edge while the figure scrolls.
+    f'@media (max-width: {w + 40}px) {{ [class*="st-key-wide{w}-"]::after {{ {SCROLL_CUE} }} }}'
+    for w in WIDE_WIDTHS) + """
 </style>"""
 
 

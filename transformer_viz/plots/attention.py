@@ -158,7 +158,7 @@ def random_bilinear(d_k: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).normal(0.0, 1.0 / math.sqrt(d_k), size=(d_k, d_k))
 
 
-def lookup_figure(weights: dict[str, np.ndarray], key_tokens: list[str]) -> go.Figure:
+def lookup_figure(weights: dict[str, np.ndarray], key_tokens: list[str], title: str | None = None) -> go.Figure:
     """Grouped bars: for each key, the softmax weight each similarity gives it."""
     labels = token_labels(key_tokens)
     fig = go.Figure()
@@ -168,4 +168,4 @@ def lookup_figure(weights: dict[str, np.ndarray], key_tokens: list[str]) -> go.F
     fig.update_xaxes(type="category", title="key (the 'database' entries)")
     fig.update_yaxes(title="softmax weight", range=[0, 1.02])
     fig.update_layout(barmode="group")
-    return base_layout(fig, "Soft lookup: how much of each value is retrieved", height=340)
+    return base_layout(fig, title or "Soft lookup: how much of each value is retrieved", height=340)

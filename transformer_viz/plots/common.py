@@ -236,6 +236,32 @@ PROJECTOR_TICK_SIZE = 18  # axis tick labels, colour-bar ticks, panel titles
 PROJECTOR_TITLE_SIZE = 22  # axis titles and the figure title
 PROJECTOR_SEQUENTIAL = "YlGnBu"
 PROJECTOR_SHORT_LABEL = 16  # characters: text annotations up to this long are enlarged like the tick labels
+# px: a note of up to PROJECTOR_NOTE_LABEL characters is drawn at least this large (~250 px at most, the
+# width of a panel); a longer one keeps its size, where it would overlap its neighbour.
+PROJECTOR_MIN_TEXT, PROJECTOR_NOTE_LABEL = 16, 28
+# px: a figure title's longest line. The narrowest column a projector figure gets (1280 px, the sidebar
+# open) is 551 px wide; a longer title would be cut at the figure's edge.
+PROJECTOR_TITLE_LINE = 440
+PROJECTOR_TITLE_LEADING = 28  # px of top margin per extra title line
+
+
+def wrap_title(text: str, size: float, width: float = PROJECTOR_TITLE_LINE) -> list[str]:
+    """``text`` broken at spaces into lines each at most ``width`` px wide at ``size`` px (a single word
+    longer than that stays whole)."""
+    from transformer_viz.plots.margins import text_width
+
+    lines: list[str] = []
+    for word in str(text).split(" "):
+        if lines and text_width(f"{lines[-1]} {word}", size) <= width:
+            lines[-1] = f"{lines[-1]} {word}"
+        else:
+            lines.append(word)
+    return lines
+
+
+def is_panel_title(annotation) -> bool:
+    """Whether a layout annotation is a panel's title (as make_subplots and grid_axes place them)."""
+    return annotation.showarrow is False and annotation.yref == "paper" and annotation.yanchor == "bottom"
 
 
 def projector_layout(fig: go.Figure, height: int | None = None) -> go.Figure:
@@ -254,9 +280,18 @@ def projector_layout(fig: go.Figure, height: int | None = None) -> go.Figure:
         axis.tickfont.size = max(axis.tickfont.size or 0, PROJECTOR_TICK_SIZE)
         axis.title.font.size = PROJECTOR_TITLE_SIZE
         axis.automargin = True
-    for annotation in layout.annotations:  # short labels ("head 3"); a long one would overlap its neighbour
-        if len(re.sub(r"<[^>]*>", "", str(annotation.text or ""))) <= PROJECTOR_SHORT_LABEL:
+    for annotation in layout.annotations:  # short labels ("head 3") and panel titles as the tick labels
+        chars = len(re.sub(r"<[^>]*>", "", str(annotation.text or "")))
+        if chars <= PROJECTOR_SHORT_LABEL or is_panel_title(annotation):
             annotation.font.size = max(annotation.font.size or 0, PROJECTOR_TICK_SIZE)
+        elif chars <= PROJECTOR_NOTE_LABEL:
+            annotation.font.size = max(annotation.font.size or 0, PROJECTOR_MIN_TEXT)
+    title = layout.title.text
+    if title and "<br>" not in title:
+        lines = wrap_title(title, PROJECTOR_TITLE_SIZE)
+        if len(lines) > 1:
+            layout.title.text = "<br>".join(lines)
+            layout.margin.t = (layout.margin.t or 50) + PROJECTOR_TITLE_LEADING * (len(lines) - 1)
     viridis = go.Heatmap(colorscale=SEQUENTIAL).colorscale
     for coloraxis in out.select_coloraxes():
         if coloraxis.colorscale == viridis:

@@ -13,10 +13,15 @@ from transformer_viz.plots.common import (BLUE, GREEN, ORANGE, PURPLE, SEQUENTIA
 KIND_COLOURS = {"enc": BLUE, "dec": GREEN, "cross": PURPLE}
 
 
-def head_drop_figure(names: list[str], drops, off: list[str] = (), title: str | None = None) -> go.Figure:
+def head_drop_figure(names: list[str], drops, off: list[str] = (), title: str | None = None,
+                     top: int | None = None) -> go.Figure:
     """One bar per head ("enc.0.3"): how much log p(translation) falls when that head alone is off, coloured by
-    where the head sits; heads switched off on the page are drawn in orange."""
+    where the head sits; heads switched off on the page are drawn in orange. ``top``: only the heads with the
+    ``top`` largest drops, largest first."""
     drops = np.asarray(drops, dtype=np.float64)
+    if top is not None and len(names) > top:
+        order = np.argsort(-drops, kind="stable")[:top]
+        names, drops = [names[i] for i in order], drops[order]
     colours = [ORANGE if name in off else KIND_COLOURS[name.split(".")[0]] for name in names]
     data = [{"type": "bar", "x": list(names), "y": drops, "marker": {"color": colours}, "name": "drop",
              "hovertemplate": "%{x}<br>log p(translation) falls by %{y:.4f} nats<extra></extra>"}]

@@ -67,21 +67,24 @@ def grid_axes(n: int, cols: int, widths: list[float] | None = None, gap_x: float
 def head_grid(values, x_labels: list[str], y_labels: list[str], title: str | None = None,
               selected: int | None = None, cols: int | None = None, value_name: str = "weight",
               colorscale: str = SEQUENTIAL, zmin: float | None = 0.0, zmax: float | None = 1.0,
-              height: int | None = None) -> go.Figure:
+              height: int | None = None, panel_name: str = "head",
+              panel_width: int | None = None) -> go.Figure:
     """One small heatmap per head. values (h, L_q, L_k); the heads share one colour scale.
 
-    Each head's colour trace is named "head j" (masked cells, if any, in a grey trace "head j masked").
+    Each head's colour trace is named "head j" (masked cells, if any, in a grey trace "head j masked");
+    ``panel_name`` names the panels another way when they are not heads ("layer": one head in each layer);
+    ``panel_width``, when given, is the px a panel needs (the figure's min_width), instead of the default.
     """
     values = np.asarray(values, dtype=np.float64)
     if values.ndim != 3:
         raise ValueError(f"head_grid needs (h, L_q, L_k), got shape {values.shape}")
     h = values.shape[0]
     cols = cols or min(h, 4)
-    titles = [f"<b>head {j} ◀</b>" if j == selected else f"head {j}" for j in range(h)]
+    titles = [f"<b>{panel_name} {j} ◀</b>" if j == selected else f"{panel_name} {j}" for j in range(h)]
     layout, refs = grid_axes(h, cols, titles=titles)
     data: list[dict] = []
     for j in range(h):
-        data += heatmap_traces(values[j], list(x_labels), list(y_labels), value_name, f"head {j}", refs[j], ".6g",
+        data += heatmap_traces(values[j], list(x_labels), list(y_labels), value_name, f"{panel_name} {j}", refs[j], ".6g",
                                coloraxis="coloraxis")
     rows = -(-h // cols)
     for j in range(h):
@@ -97,7 +100,10 @@ def head_grid(values, x_labels: list[str], y_labels: list[str], title: str | Non
                            "colorbar": {"title": {"text": value_name}}}
     if colorscale == DIVERGING and zmin is None and zmax is None:
         layout["coloraxis"]["cmid"] = 0.0
-    return make_figure(data, layout, title, height or 140 + 240 * rows, panel_titles=True)
+    fig = make_figure(data, layout, title, height or 140 + 240 * rows, panel_titles=True)
+    if panel_width:
+        fig.layout.meta = {"min_width": panel_width * cols + 60}
+    return fig
 
 
 def attention_map(values, x_labels: list[str], y_labels: list[str], title: str | None = None,

@@ -8,7 +8,7 @@ No Streamlit here: the texts and the figure builders are plain functions of a :c
 a tiny model's run.
 """
 
-from transformer_viz.app.lecture.context import LOOKUP_KEYS, Context, encoder_weights, padded_length
+from transformer_viz.app.lecture.context import BEAM_K, LOOKUP_KEYS, Context, encoder_weights, padded_length
 from transformer_viz.app.lecture.figures import (FIGURES, PROJECTOR_HEIGHT, FigureSpec, draw, drawer, for_projector,
                                                  lr_curve)
 from transformer_viz.app.lecture.presets import (PRESETS, UNSURE, Preset, chosen_probabilities, preset_for,
@@ -20,7 +20,7 @@ from transformer_viz.app.lecture.texts import (FOCUS_WORDS, focus_query, pct, st
                                                text_positional, text_qkv, text_rnn, text_scores, text_tokens,
                                                text_training, text_vit, word)
 
-__all__ = ["FIGURES", "FOCUS_WORDS", "LOOKUP_KEYS", "PRESETS", "PROJECTOR_HEIGHT", "STEPS", "UNSURE", "Context",
+__all__ = ["BEAM_K", "FIGURES", "FOCUS_WORDS", "LOOKUP_KEYS", "PRESETS", "PROJECTOR_HEIGHT", "STEPS", "UNSURE", "Context",
            "FigureSpec", "Notes", "Preset", "Step", "chosen_probabilities", "draw", "drawer", "encoder_weights",
            "focus_query", "for_projector", "lines", "lr_curve", "padded_length", "pct", "preset_for",
            "preset_verdict", "step_number", "strongest_link", "text_add_norm", "text_cross", "text_detr",

@@ -27,6 +27,10 @@ class Context:
     metadata: dict = field(default_factory=dict)
     position: int = 1  # the decoding step the inference step shows (1-based)
     model: object = None  # the run's Transformer: the "what does a head do?" step switches its heads off
+    beam_run: SentenceRun | None = None  # the same sentence by beam search: the inference step draws its beams
+
+
+BEAM_K = 4  # the beams the inference step's figure draws
 
 
 def traced(ctx: Context, name: str) -> np.ndarray:
@@ -49,6 +53,14 @@ def lookup_weights(ctx: Context) -> dict[str, np.ndarray]:
     k = attention_plots.head_slice(ctx.run.trace[f"{p}.k"], ctx.head)[:LOOKUP_KEYS]
     G = attention_plots.random_bilinear(ctx.run.config.d_k, seed=0)
     return {name: softmax(s) for name, s in attention_plots.lookup_scores(q, k, G).items()}
+
+
+def detr_queries() -> int:
+    """The object queries of the app's toy DETR (its configuration's, as shipped): the DETR step draws and
+    names that many, not the paper's 100."""
+    from transformer_viz.models.detr import DETRConfig
+
+    return DETRConfig().n_queries
 
 
 def padded_length(ctx: Context) -> int:

@@ -11,8 +11,8 @@ from typing import Callable
 import numpy as np
 import plotly.graph_objects as go
 
-from transformer_viz.app.lecture.context import (LOOKUP_KEYS, Context, encoder_weights, head_drops, lookup_weights,
-                                                 padded_length, traced)
+from transformer_viz.app.lecture.context import (LOOKUP_KEYS, Context, detr_queries, encoder_weights, head_drops,
+                                                 lookup_weights, padded_length, traced)
 from transformer_viz.plots import attention as attention_plots
 from transformer_viz.plots import decoding as decoding_plots
 from transformer_viz.plots import embeddings as embedding_plots
@@ -23,6 +23,7 @@ from transformer_viz.plots import positional as positional_plots
 from transformer_viz.plots import sampling as sampling_plots
 from transformer_viz.plots import training as training_plots
 from transformer_viz.plots.common import projector_layout, token_labels
+from transformer_viz.text.analysis import beam_tree_data
 from transformer_viz.training.schedule import learning_rate
 
 
@@ -55,7 +56,12 @@ def fig_rnn(ctx: Context) -> FigureSpec:
 def fig_lookup(ctx: Context) -> FigureSpec:
     weights = lookup_weights(ctx)
     keys = list(ctx.run.src_tokens[:LOOKUP_KEYS])
-    return FigureSpec(attention_plots.lookup_figure, (weights, keys), {},
+    S = len(ctx.run.src_tokens)
+    # The softmax runs over the keys drawn only: the title says which, so that its shares are not looked
+    # for in the next steps' weights, which spread over all S keys.
+    shown = f"the first {len(keys)} of {S} keys" if len(keys) < S else f"all {S} keys"
+    return FigureSpec(attention_plots.lookup_figure, (weights, keys),
+                      {"title": f"Soft lookup over {shown}: the share of each value"},
                       {"key": keys, **{f"weight: {n}": w for n, w in weights.items()}})
 
 
@@ -96,7 +102,10 @@ def fig_scores(ctx: Context) -> FigureSpec:
 def fig_multihead(ctx: Context) -> FigureSpec:
     weights, labels = encoder_weights(ctx), token_labels(ctx.run.src_tokens)
     return FigureSpec(layer_plots.head_grid, (weights, labels, labels),
-                      {"selected": ctx.head, "title": f"Encoder layer {ctx.layer}: all {len(weights)} heads"},
+                      # 4 panels of 160 px fit a 1280 px projector's figure column (731 px) beside the text,
+                      # their token labels at 18 px included
+                      {"selected": ctx.head, "title": f"Encoder layer {ctx.layer}: all {len(weights)} heads",
+                       "panel_width": 160},
                       {f"head {h}": weights[h].ravel() for h in range(len(weights))})
 
 
@@ -115,8 +124,8 @@ def fig_encoder_stack(ctx: Context) -> FigureSpec:
     N = ctx.run.config.N
     weights = np.stack([traced(ctx, f"encoder.{n}.self_attn.weights")[ctx.head] for n in range(N)])  # (N, S, S)
     return FigureSpec(layer_plots.head_grid, (weights, labels, labels),
-                      {"title": f"Head {ctx.head} in each of the N = {N} encoder layers (panel n = layer n)",
-                       "cols": min(N, 4)}, {f"layer {n}": weights[n].ravel() for n in range(N)})
+                      {"title": f"Head {ctx.head} in each of the N = {N} encoder layers",
+                       "cols": min(N, 4), "panel_name": "layer"}, {f"layer {n}": weights[n].ravel() for n in range(N)})
 
 
 def fig_masked_self(ctx: Context) -> FigureSpec:
@@ -161,6 +170,15 @@ def fig_training(ctx: Context) -> FigureSpec:
 
 
 def fig_inference(ctx: Context) -> FigureSpec:
+    beam = ctx.beam_run
+    if beam is not None:
+        tree = beam_tree_data(beam.decoding.steps, beam.decoding.tokens[0], ctx.id_to_token)
+        K = max((len(row) for row in tree["parents"]), default=1)
+        return FigureSpec(decoding_plots.beam_tree_figure,
+                          (tree["text"], tree["parents"], tree["scores"], tree["finished"]),
+                          {"best_beam": tree["best_beam"],
+                           "title": f"Beam search, K = {K}: the {K} best partial translations"},
+                          {"token": [" ".join(row) for row in tree["text"]]})
     t = min(max(ctx.position, 1), len(ctx.run.decoding.steps))
     tokens, probs, chosen = _topk(ctx, t)
     return FigureSpec(decoding_plots.topk_figure, (tokens, probs),
@@ -168,11 +186,16 @@ def fig_inference(ctx: Context) -> FigureSpec:
                       {"token": tokens, "probability": probs})
 
 
+HEADS_SHOWN = 16  # bars: the heads that matter most; a projector's column holds no more at a legible size
+
+
 def fig_heads(ctx: Context) -> FigureSpec:
     numbers = head_drops(ctx)
     names = [str(head) for head in numbers.heads]
+    # The largest drops, largest first, so the heads the text names lead; the CSV keeps every head.
+    shown = f"the {HEADS_SHOWN} of {len(names)} heads" if len(names) > HEADS_SHOWN else "each head"
     return FigureSpec(heads_plots.head_drop_figure, (names, numbers.drops),
-                      {"title": "How much log p(translation) falls when one head alone is off"},
+                      {"title": f"log p(translation) falls most without {shown}", "top": HEADS_SHOWN},
                       {"head": names, "drop (nats)": numbers.drops})
 
 
@@ -191,7 +214,8 @@ def fig_vit(ctx: Context) -> FigureSpec:
 
 
 def fig_detr(ctx: Context) -> FigureSpec:
-    return FigureSpec(lecture_plots.detr_queries_figure, (10,), {}, {"query": list(range(10))})
+    n = detr_queries()
+    return FigureSpec(lecture_plots.detr_queries_figure, (n,), {}, {"query": list(range(n))})
 
 
 BUILDERS = (fig_rnn, fig_lookup, fig_tokens, fig_embeddings, fig_positional, fig_qkv, fig_scores, fig_multihead,

@@ -7,10 +7,12 @@ import math
 
 import numpy as np
 
-from transformer_viz.app.lecture.context import (Context, encoder_weights, head_drops, lookup_weights, padded_length,
-                                                 traced)
+from transformer_viz.app.lecture.context import (Context, detr_queries, encoder_weights, head_drops, lookup_weights,
+                                                 padded_length, traced)
+from transformer_viz.app.lecture.figures import HEADS_SHOWN
 from transformer_viz.plots import lecture as lecture_plots
 from transformer_viz.plots.common import token_text
+from transformer_viz.training.schedule import learning_rate
 
 
 def word(token: str) -> str:
@@ -55,9 +57,11 @@ def text_rnn(ctx: Context) -> str:
 def text_lookup(ctx: Context) -> str:
     dot, scaled, _ = lookup_weights(ctx).values()  # q·k, q·k/√d_k, qᵀGk
     keys = [word(t) for t in ctx.run.src_tokens[: len(dot)]]
+    S = len(ctx.run.src_tokens)
+    against = f"the first {len(dot)} of its {S} keys, the softmax over these alone" if len(dot) < S else f"its {S} keys"
     return (f"A dictionary returns the value whose key equals the query; attention returns a blend of all values. "
             f"Query \"{word(ctx.run.src_tokens[0])}\" (encoder layer {ctx.layer}, head {ctx.head}) against "
-            f"{len(dot)} keys: with the plain dot product \"{keys[int(dot.argmax())]}\" gets {pct(dot.max())}, "
+            f"{against}: with the plain dot product \"{keys[int(dot.argmax())]}\" gets {pct(dot.max())}, "
             f"with the scaled dot product (÷√{ctx.run.config.d_k}) \"{keys[int(scaled.argmax())]}\" gets "
             f"{pct(scaled.max())}. Scaling flattens the softmax.")
 
@@ -186,16 +190,19 @@ def text_output(ctx: Context) -> str:
 def text_training(ctx: Context) -> str:
     training = ctx.metadata.get("training") or {}
     history = ctx.metadata.get("history") or []
-    warmup = int(training.get("warmup", 4000))
+    warmup, factor = int(training.get("warmup", 4000)), float(training.get("lr_factor", 1.0))
+    d = ctx.run.config.d_model
+    peak = learning_rate(warmup, d, warmup, factor)  # the formula at s = w: where the figure's curve peaks
     steps = training.get("steps") or (history[-1].get("step") if history else None)
     smoothing = training.get("label_smoothing", 0.1)
     last = (f" The last recorded epoch ended with a validation loss of {history[-1]['val_loss']:.2f}."
             if history and "val_loss" in history[-1] else "")
-    return (f"In training the decoder gets the correct target shifted right (<s> y₁ … y_{{n−1}}) and must "
-            f"predict "
-            f"y₁ … y_n at every position at once: teacher forcing. The loss is the cross-entropy with label "
-            f"smoothing ε = {smoothing:g}; the learning rate rises for {warmup} warm-up steps, then decays as "
-            f"1/√step" + (f" (this model: {steps:,} steps)." if steps else ".") + last)
+    return (f"In training the decoder gets the correct target shifted right (<s> y₁ … yₙ₋₁) and must "
+            f"predict y₁ … yₙ at every position at once: teacher forcing. The loss is the cross-entropy with "
+            f"label smoothing ε = {smoothing:g}; the learning rate rises for {warmup} warm-up steps to its peak "
+            f"f · d_model^−0.5 · w^−0.5 = {peak:.1e} (d_model = {d}; w = {warmup}; f = {factor:g}, this "
+            f"checkpoint's), then decays as 1/√step" + (f" (this model: {steps:,} steps)." if steps else ".")
+            + last)
 
 
 def text_inference(ctx: Context) -> str:
@@ -208,8 +215,15 @@ def text_inference(ctx: Context) -> str:
             f"again, until </s>. At step {t} greedy decoding takes \"{word(top[0])}\" ({pct(probs[0])}); the "
             f"runner-up was \"{word(top[1]) if len(top) > 1 else '—'}\" "
             f"({pct(probs[1]) if len(probs) > 1 else '—'}). "
-            f"Beam search keeps the K best partial translations instead of one. Force another candidate below "
-            f"to see where the translation goes.")
+            + (f"Beam search (the figure, K = {beam_width(ctx.beam_run)}) keeps the K best partial translations "
+               f"instead of one and writes \"{ctx.beam_run.translation}\". " if ctx.beam_run is not None else
+               "Beam search keeps the K best partial translations instead of one. ")
+            + "Force another candidate below to see where the translation goes.")
+
+
+def beam_width(run) -> int:
+    """The beams a beam-search run kept at its widest step."""
+    return max((len(step.parents[0]) for step in run.decoding.steps), default=1)
 
 
 def text_heads(ctx: Context) -> str:
@@ -217,8 +231,9 @@ def text_heads(ctx: Context) -> str:
     order = np.argsort(-numbers.drops)
     first, second = numbers.heads[order[0]], numbers.heads[order[1]]
     small = int((np.abs(numbers.drops) < 0.05).sum())
-    return (f"Each bar is one of the {len(numbers.drops)} heads switched off alone, the translation fed back in as in "
-            f"training. Without {first} ({first.label}) its log-probability falls by {numbers.drops[order[0]]:.2f} "
+    n = len(numbers.drops)
+    bars = f"one of the {n} heads" if n <= HEADS_SHOWN else f"one of the {HEADS_SHOWN} of {n} heads that matter most,"
+    return (f"Each bar is {bars} switched off alone, the translation fed back in as in training. Without {first} ({first.label}) its log-probability falls by {numbers.drops[order[0]]:.2f} "
             f"nats, without {second} by {numbers.drops[order[1]]:.2f}; {small} heads change it by less than 0.05. "
             f"A head's attention map alone does not say which of these it is.")
 
@@ -242,8 +257,10 @@ def text_vit(ctx: Context) -> str:
 
 
 def text_detr(ctx: Context) -> str:
+    n = detr_queries()
     return ("DETR detects objects with the full encoder–decoder: the encoder reads the image's feature patches, "
-            "and the decoder's queries are N = 100 learned object queries instead of words. Cross-attention "
-            "lets each query look at the image; each query then outputs a class and a box, or ∅ (no object). "
-            "Training matches queries to the true objects one to one (Hungarian matching). The toy DETR of this "
-            "app does the same with 8 queries on 32 × 32 canvases of handwritten digits.")
+            "and the decoder's queries are N learned object queries instead of words (100 in the paper; "
+            f"N = {n} in this app's toy DETR, as drawn). Cross-attention lets each query look at the image; each "
+            "query then outputs a class and a box, or ∅ (no object). Training matches queries to the true "
+            "objects one to one (Hungarian matching). The toy DETR does this on 32 × 32 canvases of handwritten "
+            "digits.")

@@ -32,7 +32,7 @@ if (!window.__lectureKeys) {
 </script>"""
 # Projector mode: body text 24 px, less padding, the figure with the navigation inside 1280×720.
 PROJECTOR_CSS = """<style>
-[data-testid="stMainBlockContainer"] {padding: 3.4rem 1.5rem 1rem 1.5rem; max-width: 100%;}
+[data-testid="stMainBlockContainer"] {padding: 4rem 1.5rem 1rem 1.5rem; max-width: 100%;}  /* below the header */
 [data-testid="stMain"] {font-size: 24px;}
 [data-testid="stMain"] [data-testid="stMarkdownContainer"] p, [data-testid="stMain"] li,
 [data-testid="stMain"] button p, [data-testid="stMain"] a p {font-size: 24px;}
@@ -40,6 +40,13 @@ PROJECTOR_CSS = """<style>
 [data-testid="stMain"] [data-testid="stSelectbox"] input {font-size: 22px;}
 [data-testid="stMain"] .katex {font-size: 1.25em;}
 [data-testid="stMain"] .katex-display {overflow-x: auto; overflow-y: hidden;}
+/* A figure that needs more width than its column beside the text goes under the text, at full width. */
+.st-key-lecture_columns [data-testid="stHorizontalBlock"] {flex-wrap: wrap;}
+.st-key-lecture_columns [data-testid="stColumn"] {flex-grow: 1;}
+</style>"""
+# The width the figure needs (widgets.chart's), as the figure column's least width.
+FIGURE_WIDTH_CSS = """<style>
+.st-key-lecture_columns [data-testid="stColumn"]:last-child {min-width: %dpx;}
 </style>"""
 
 
@@ -107,9 +114,15 @@ def speaker_notes(step: lecture.Step) -> None:
 
 def show_step(step: lecture.Step, sel: Selection, run, projector: bool) -> None:
     ckpt = loaders.get_checkpoint(sel.checkpoint)
+    beam = loaders.get_run(sel.checkpoint, sel.sentence, lecture.BEAM_K) if step.id == "inference" else None
     ctx = lecture.Context(run, sel.layer, sel.head, ckpt.tokenizer.convert_ids_to_tokens, ckpt.metadata,
-                          st.session_state.get("lecture_what_if_position", 0) + 1, ckpt.model)
-    words, picture = st.columns([2, 3] if projector else [1, 1])  # formulas fit the text column
+                          st.session_state.get("lecture_what_if_position", 0) + 1, ckpt.model, beam)
+    spec = step.figure(ctx)
+    fig = widgets.cached_figure(lecture.drawer(spec.plot, projector), *spec.args, **spec.kwargs)
+    if projector and fig.min_width:
+        st.html(FIGURE_WIDTH_CSS % fig.min_width)
+    with st.container(key="lecture_columns"):
+        words, picture = st.columns([2, 3] if projector else [1, 1])  # formulas fit the text column
     with words:
         st.subheader(step.title, anchor=False)
         with st.container(key="lecture_text"):
@@ -117,8 +130,6 @@ def show_step(step: lecture.Step, sel: Selection, run, projector: bool) -> None:
         st.latex(step.formula)
         page_link(step, sel)
     with picture:
-        spec = step.figure(ctx)
-        fig = widgets.cached_figure(lecture.drawer(spec.plot, projector), *spec.args, **spec.kwargs)
         with st.container(key="lecture_figure"):
             widgets.chart(fig, spec.data, f"lecture-{step.id}")
     if step.id == "inference":
