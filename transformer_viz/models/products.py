@@ -41,12 +41,15 @@ def _stamp(tensors: tuple) -> tuple:
 
 
 def _build(key: tuple, stamp: tuple, weights: tuple, biases: tuple, transposed: bool) -> tuple:
-    """The weights side by side, (Σ d_out, d_in), or its transpose; the biases likewise (or None)."""
+    """The weights side by side, (Σ d_out, d_in), stored as they are or transposed; the biases likewise."""
     if key not in _layouts:
         weakref.finalize(weights[0], _layouts.pop, key, None)
     with torch.no_grad():
         weight = torch.cat(weights) if len(weights) > 1 else weights[0]  # (Σ d_out, d_in)
-        weight = weight.t().contiguous() if transposed else weight
+        if transposed:
+            # Stored (d_in, Σ d_out), read through a (Σ d_out, d_in) view: F.linear hands BLAS the
+            # transposed storage as it is, so a row's product streams the weight in its memory order.
+            weight = weight.t().contiguous().t()
         bias = None
         if biases[0] is not None:
             bias = torch.cat(biases) if len(biases) > 1 else biases[0]
@@ -59,25 +62,32 @@ def project(x: torch.Tensor, weights: tuple, biases: tuple) -> tuple[torch.Tenso
     if torch.is_grad_enabled():
         return tuple([F.linear(x, w, b) for w, b in zip(weights, biases)])
     d_in = x.shape[-1]
-    rows = x.numel() // d_in
-    transposed = rows <= FEW_ROWS and weights[0].shape[0] * len(weights) >= d_in
+    transposed = x.numel() <= FEW_ROWS * d_in and weights[0].shape[0] * len(weights) >= d_in
     key = (id(weights[0]), len(weights), transposed)
     stamp = _stamp(weights + biases if biases[0] is not None else weights)
     entry = _layouts.get(key)
     if entry is None or entry[0] != stamp:
         entry = _build(key, stamp, weights, biases, transposed)
-    _, weight, bias = entry
-    if transposed:
-        flat = x.reshape(rows, d_in)  # (rows, d_in)
-        out = flat @ weight if bias is None else torch.addmm(bias, flat, weight)  # (rows, Σ d_out)
-        out = out.view(x.shape[:-1] + (weight.shape[1],))  # (..., Σ d_out)
-    else:
-        out = F.linear(x, weight, bias)  # (..., Σ d_out)
+    out = F.linear(x, entry[1], entry[2])  # (..., Σ d_out)
     if len(weights) == 1:
         return (out,)
     return out.split(weights[0].shape[0], dim=-1)
 
 
+# id(first layer), number of layers -> (first layer's weight, the layers' weights, their biases): the
+# parameters of a group of layers, looked up once (a module's attribute lookup costs as much as a
+# one-row product's bookkeeping here).
+_groups: dict[tuple, tuple] = {}
+
+
 def linear(x: torch.Tensor, *layers: nn.Linear) -> tuple[torch.Tensor, ...]:
     """x (..., d_in) through each of ``layers`` (which read the same input) -> one output per layer."""
-    return project(x, tuple([layer.weight for layer in layers]), tuple([layer.bias for layer in layers]))
+    key = (id(layers[0]), len(layers))
+    group = _groups.get(key)
+    first = layers[0].weight
+    if group is None or group[0] is not first:
+        if group is None:
+            weakref.finalize(layers[0], _groups.pop, key, None)
+        group = (first, tuple([layer.weight for layer in layers]), tuple([layer.bias for layer in layers]))
+        _groups[key] = group
+    return project(x, group[1], group[2])

@@ -174,15 +174,18 @@ class AddNorm(nn.Module):
                 name: str = "") -> torch.Tensor:
         # The functions rather than the modules' calls: a decoding step runs this 3·N times, and a module
         # call's overhead is as long as the LayerNorm of one row.
-        norm, p = self.norm, self.dropout.p
+        norm = self.norm
         if self.pre_ln:
             x = self._points(hooks, name, x)  # Pre-LN: the norm acts on the stream before the sublayer
             normed = F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
             normed = point(hooks, f"{name}.out", normed)
-            return x + F.dropout(sublayer(normed), p, self.training)
-        residual = self._points(hooks, name, x + F.dropout(sublayer(x), p, self.training))
+            return x + self._dropout(sublayer(normed))
+        residual = self._points(hooks, name, x + self._dropout(sublayer(x)))
         out = F.layer_norm(residual, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
         return point(hooks, f"{name}.out", out)
+
+    def _dropout(self, x: torch.Tensor) -> torch.Tensor:
+        return F.dropout(x, self.dropout.p, True) if self.training else x
 
 
 class EncoderLayer(nn.Module):
