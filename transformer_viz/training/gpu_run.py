@@ -609,7 +609,7 @@ def write_checkpoint(
         "Multi30k": f"{MULTI30K_CREDIT}; {pairs['multi30k_train']:,} training pairs × "
         f"{run['multi30k_copies']} per epoch",
         "Tatoeba": f"{TATOEBA_CREDIT}; {pairs['tatoeba_train']:,} training pairs × "
-        "{run['tatoeba_copies']} "
+        f"{run['tatoeba_copies']} "
         f"per epoch, {pairs['tatoeba_dev']:,} held out as the dev split",
     }
     on_gpu = manifest["device"] != "cpu"
