@@ -28,24 +28,30 @@ sizes() {  # NUL-separated paths on stdin -> "bytes files" of those present
   xargs -0 -r stat -c %s -- 2>/dev/null | awk '{ s += $1; n++ } END { print s + 0, n + 0 }' || true
 }
 
+row() {  # one line of check's table
+  printf '  %-24s %s\n' "$1" "$2"
+}
+
 check() {
-  local tracked n_tracked untracked n_untracked listed total carried=0 line=""
-  listed=$(git ls-files | wc -l)
+  local tracked n_tracked untracked n_untracked listed total carried dir
+  listed=$(git ls-files -z | tr -cd '\0' | wc -c)
   read -r tracked n_tracked < <(git ls-files -z | sizes)
   read -r untracked n_untracked < <(git ls-files -z --others --exclude-standard | sizes)
   total=$((tracked + untracked))
+  echo "what travels:"
+  row "tracked, in the tree" \
+    "$(mib "$tracked") ($n_tracked files; $((listed - n_tracked)) tracked files not in the tree)"
+  row "untracked, not ignored" "$(mib "$untracked") ($n_untracked files)"
   for dir in ${CARRY[@]+"${CARRY[@]}"}; do
     if [ -d "$dir" ]; then
       read -r carried _ < <(du -sb -- "$dir")
-      line+=", carried $dir $(mib "$carried")"
+      row "carried $dir" "$(mib "$carried")"
       total=$((total + carried))
     else
-      line+=", carried $dir ABSENT"
+      row "carried $dir" "ABSENT"
     fi
   done
-  echo "travels: tracked $(mib "$tracked") ($n_tracked files; $((listed - n_tracked)) tracked" \
-    "files not in the tree), untracked not ignored $(mib "$untracked") ($n_untracked files)$line:" \
-    "$(mib "$total") in all"
+  row "in all" "$(mib "$total")"
   if [ "$total" -gt $((LIMIT_MIB * 1048576)) ]; then
     echo "over $LIMIT_MIB MiB: do not start the GPU command" >&2
     return 1
