@@ -1,8 +1,7 @@
-"""The budgeted GPU run (training/gpu_run.py), proven on the CPU: the compact weights and their
-hashes, the
-prepared corpora against the trainer's own encoding, the deadline in the training loop, and the
-whole way
-from tools/gpu/train_base.sh to a checkpoint that the CLI and the app open."""
+"""The budgeted GPU run (the package training/gpu_run), proven on the CPU: the compact weights and
+their hashes, the prepared corpora against the trainer's own encoding, the deadline in the training
+loop, and the whole way from tools/gpu/train_base.sh to a checkpoint that the CLI and the app
+open."""
 
 from __future__ import annotations
 

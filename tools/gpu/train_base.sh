@@ -34,6 +34,9 @@ while [ $# -gt 0 ]; do
 done
 : "${OUT:?set OUT to the folder whose files come back}"
 mkdir -p "$OUT"
+# What this copy of the working tree holds (about 17 MiB expected: tools/gpu/README.md).
+echo "working tree received: $(du -sh --exclude=.git . | cut -f1)" \
+  "($DATA: $(du -sh "$DATA" 2>/dev/null | cut -f1))" || true
 
 send() {  # one direction's shards and manifest
   cp "$WORK/$1/$1".weights-*.safetensors "$WORK/$1/$1.manifest.json" "$OUT/"

@@ -1,0 +1,75 @@
+"""``python -m transformer_viz.training.gpu_run prepare|train|join``: one command per stage."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+
+from transformer_viz.training.gpu_run.data import prepare
+from transformer_viz.training.gpu_run.returned import BLEU_TOLERANCE, join
+from transformer_viz.training.gpu_run.train import GpuRunConfig, train_direction
+
+PROG = "python -m transformer_viz.training.gpu_run"
+
+
+def _config_flags(p: argparse.ArgumentParser) -> None:
+    for f in GpuRunConfig.__dataclass_fields__.values():
+        default = f.default_factory() if callable(f.default_factory) else f.default
+        kind = json.loads if isinstance(default, dict) else type(default)
+        p.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=kind, default=default,
+                       help=f"(default: {default!r})")
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog=PROG,
+                                  description="prepare, train (on a GPU) and join the base model")
+    sub = top.add_subparsers(dest="stage", required=True)
+    p = sub.add_parser("prepare", help="encode the corpora with the joint BPE into a folder")
+    p.add_argument("--data-dir", required=True)
+    p.add_argument("--tatoeba-dir", required=True)
+    p.add_argument("--tokenizer", default="checkpoints/de-en/tokenizer",
+                   help="reuse this tokenizer directory ('' learns a joint BPE of --vocab-size)")
+    p.add_argument("--vocab-size", type=int, default=8000)
+    p.add_argument("--out", default="gpu-data")
+    p = sub.add_parser("train",
+                       help="train one direction for a wall-clock budget; write its shards")
+    p.add_argument("--data", default="gpu-data")
+    p.add_argument("--out", default="gpu-out")
+    _config_flags(p)
+    p = sub.add_parser("join", help="check the returned shards, score them here, write checkpoints")
+    p.add_argument("--returned", required=True,
+                   help="the folder holding the files the GPU sent back")
+    p.add_argument("--data", default="gpu-data")
+    p.add_argument("--out", default="checkpoints")
+    p.add_argument("--prefix", default="base-",
+                   help="checkpoint directory name: PREFIX + direction")
+    p.add_argument("--tolerance", type=float, default=BLEU_TOLERANCE)
+    p.add_argument("--command", action="append", default=[],
+                   help="a command to record in the model card")
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+
+    def log(message: str) -> None:
+        print(message, flush=True)
+
+    if args.stage == "prepare":
+        prepare(args.out, args.data_dir, args.tatoeba_dir, args.tokenizer or None, args.vocab_size,
+                log=log)
+    elif args.stage == "train":
+        fields = GpuRunConfig.__dataclass_fields__
+        rc = GpuRunConfig(**{name: getattr(args, name) for name in fields})
+        command = " ".join([PROG] + [shlex.quote(a)
+                                     for a in (sys.argv[1:] if argv is None else argv)])
+        train_direction(rc, args.data, args.out, log=log, command=command)
+    else:
+        reports = join(args.returned, args.data, args.out, args.command, args.tolerance,
+                       args.prefix, log=log)
+        print(json.dumps(reports, indent=1))
+        if not any(r["written"] for r in reports.values()):
+            return 1
+    return 0

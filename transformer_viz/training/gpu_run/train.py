@@ -1,0 +1,274 @@
+"""One direction, one process, a fixed wall-clock budget (on the GPU): the trainer's own loop
+(training.translation.run_epoch) with a deadline checked before every step, greedy dev BLEU as it
+goes, then the weights quantised (checkpoints.compact), put back, scored and written as int8 shards
+with a manifest of their SHA-256 hashes and of those scores."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+from transformer_viz.training.gpu_run.data import (DIRECTIONS, MANIFEST_SUFFIX, TRAIN_SPLITS,
+                                                   Prepared, dev_scores)
+
+
+@dataclass
+class GpuRunConfig:
+    """What a budgeted run adds to the trainer's TrainConfig (whose fields it fills from these)."""
+
+    direction: str = "de-en"
+    preset: str = "base"
+    minutes: float = 8.0  # training wall-clock, checked before every step (evaluations included)
+    batch_tokens: int = 25_000  # padded source + target tokens per batch; halved until it fits
+    # The paper's schedule with its peak kept: factor · d_model^-0.5 · warmup^-0.5 = 7.0e-4 for
+    # warmup 800, factor 0.447 (the paper: warmup 4000, factor 1), because a budget of minutes
+    # gives a few thousand steps, not the paper's 100,000.
+    warmup: int = 800
+    lr_factor: float = 0.447
+    label_smoothing: float = 0.1
+    multi30k_copies: int = 1
+    tatoeba_copies: int = 1
+    amp: str = "bf16"
+    eval_every: int = 500  # steps between dev BLEU lines (0: after every epoch only)
+    eval_limit: int = 300  # sentences of each dev set scored as training goes
+    final_limit: int = 1000  # sentences of each dev set scored with the weights as sent
+    memory_fraction: float = 0.45  # of the GPU, per process (two share one)
+    seed: int = 1234
+    threads: int = 0  # CPU threads (0: torch's default)
+    model_overrides: dict = field(default_factory=dict)
+
+    def train_config(self):
+        from transformer_viz.training.translation import TrainConfig
+
+        src, tgt = DIRECTIONS[self.direction]
+        return TrainConfig(src_lang=src, tgt_lang=tgt, config=self.preset,
+                           batch_tokens=self.batch_tokens, warmup=self.warmup,
+                           lr_factor=self.lr_factor, label_smoothing=self.label_smoothing,
+                           multi30k_copies=self.multi30k_copies,
+                           tatoeba_copies=self.tatoeba_copies, amp=self.amp, seed=self.seed,
+                           threads=self.threads, model_overrides=self.model_overrides)
+
+
+def _fused_attention_runs(model, batch, amp: str) -> bool:
+    """Whether the model's forward pass runs with only the fused attention kernels allowed (flash,
+    memory-efficient, cuDNN; no math fallback), padding and causal masks included."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from transformer_viz.training.common import autocast
+
+    fused = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION]
+    try:
+        with torch.no_grad(), autocast(batch.src.device, amp), sdpa_kernel(fused):
+            model(batch.src[:8], batch.tgt_in[:8])
+        return True
+    except RuntimeError as exc:
+        if isinstance(exc, torch.OutOfMemoryError):
+            raise
+        return False
+
+
+def fitting_batch_tokens(model, examples, batch_tokens: int, device, amp: str, log=print) -> int:
+    """The largest of batch_tokens, batch_tokens / 2, … for which the batch with the most padded
+    positions passes forward and backward on ``device`` (CUDA only; the CPU keeps batch_tokens)."""
+    from transformer_viz.models.losses import label_smoothed_loss
+    from transformer_viz.text.corpora import make_batch, token_batches
+    from transformer_viz.training.common import attention_kernel, autocast
+
+    if device.type != "cuda":
+        return batch_tokens
+    cfg = model.cfg
+
+    def padded(idx: list[int]) -> int:
+        return len(idx) * max(max(len(examples[i][0]), len(examples[i][1]) + 1) for i in idx)
+
+    while batch_tokens >= 1000:
+        worst = max(token_batches(examples, batch_tokens, shuffle=False), key=padded)
+        batch = make_batch([examples[i] for i in worst], cfg.pad_id, cfg.bos_id, cfg.eos_id)
+        batch = batch.to(device)
+        try:
+            fused = _fused_attention_runs(model, batch, amp)
+            with autocast(device, amp), attention_kernel(device):
+                logits = model(batch.src, batch.tgt_in)  # (B, T, V)
+            label_smoothed_loss(logits, batch.tgt_out, 0.1, cfg.pad_id).backward()
+            model.zero_grad(set_to_none=True)
+            log(f"batch of {batch_tokens} tokens fits: peak "
+                f"{torch.cuda.max_memory_allocated(device) / 2**30:.1f} GiB for the worst batch "
+                f"{tuple(batch.src.shape)} + {tuple(batch.tgt_in.shape)}; "
+                + ("fused attention kernels take the masked attention" if fused else
+                   "NO fused attention kernel takes it: PyTorch falls back to the math kernel"))
+            return batch_tokens
+        except torch.OutOfMemoryError:
+            model.zero_grad(set_to_none=True)
+            del batch
+            torch.cuda.empty_cache()
+            log(f"batch of {batch_tokens} tokens does not fit; halving")
+            batch_tokens //= 2
+    raise RuntimeError("not even a batch of 1,000 tokens fits")
+
+
+def _device(rc: GpuRunConfig) -> torch.device:
+    """The CUDA device when there is one (its memory share and TF32 set), else the CPU; seeded."""
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if rc.threads:
+        torch.set_num_threads(rc.threads)
+    if device.type == "cuda":
+        torch.cuda.set_per_process_memory_fraction(rc.memory_fraction)
+        # TF32 for the float32 parts of training; the final scoring switches it off again.
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    torch.manual_seed(rc.seed)
+    return device
+
+
+class BudgetedRun:
+    """One direction's run: its prepared data, model and optimiser, and what the loop has seen."""
+
+    def __init__(self, rc: GpuRunConfig, data: str | Path, log=print) -> None:
+        from transformer_viz.models.config import preset
+        from transformer_viz.models.transformer import Transformer
+        from transformer_viz.text.corpora import make_batch, token_batches
+        from transformer_viz.training.common import TrainState
+
+        self.rc, self.log, self.tc = rc, log, rc.train_config()
+        self.src, self.tgt = src, tgt = DIRECTIONS[rc.direction]
+        self.device = device = _device(rc)
+        self.prepared = prepared = Prepared.load(data)
+        cfg = preset(rc.preset, vocab_size=len(prepared.tokenizer), **rc.model_overrides)
+        self.examples = []
+        for split, copies in zip(TRAIN_SPLITS, (rc.multi30k_copies, rc.tatoeba_copies)):
+            self.examples += prepared.examples(split, src, tgt, cfg.max_len) * copies
+        val_examples = prepared.examples("val", src, tgt, cfg.max_len)
+        self.val_batches = [
+            make_batch([val_examples[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id)
+            for idx in token_batches(val_examples, 8000, shuffle=False)]
+        self.model = model = Transformer(cfg).to(device)
+        self.optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9)
+        self.scaler = torch.amp.GradScaler("cuda",
+                                           enabled=device.type == "cuda" and rc.amp == "auto")
+        self.tc.batch_tokens = fitting_batch_tokens(model, self.examples, rc.batch_tokens, device,
+                                                    rc.amp, log)
+        log(f"{rc.direction}: {model.num_parameters():,} parameters (d_model {cfg.d_model}, "
+            f"d_ff {cfg.d_ff}, h {cfg.h}, N {cfg.N}, {'Pre' if cfg.pre_ln else 'Post'}-LN), "
+            f"{len(self.examples):,} training pairs, batches of {self.tc.batch_tokens} tokens, "
+            f"device {device}"
+            + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""))
+        self.state, self.history = TrainState(), []
+        self.window = {"loss": 0.0, "steps": 0}
+        self.tokens_seen, self.t_train = 0, time.time()
+
+    def evaluate(self) -> None:
+        """Greedy dev BLEU and Multi30k val loss now: a history row and a JSON line in the log."""
+        from transformer_viz.training.common import validation_loss
+
+        rc, state, window = self.rc, self.state, self.window
+        scores = dev_scores(self.model, self.prepared, self.src, self.tgt, rc.eval_limit)
+        elapsed = time.time() - self.t_train
+        row = {"epoch": state.epoch, "step": state.step,
+               "train_loss": window["loss"] / max(window["steps"], 1),
+               "val_loss": validation_loss(self.model, self.val_batches, self.device,
+                                           rc.label_smoothing),
+               "val_bleu": scores["val"]["bleu"], "tatoeba_dev_bleu": scores["tatoeba_dev"]["bleu"],
+               "tokens_per_s": self.tokens_seen / max(elapsed, 1e-9), "elapsed_s": elapsed,
+               "dev_sentences": rc.eval_limit}
+        self.history.append(row)
+        window.update(loss=0.0, steps=0)
+        rounded = {k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}
+        self.log(json.dumps({"direction": rc.direction, **rounded}))
+
+    def after_step(self, state, loss: float, n_tokens: int) -> bool:
+        """run_epoch's hook: count the update; look at the dev sets every rc.eval_every steps."""
+        self.window["loss"] += loss
+        self.window["steps"] += 1
+        self.tokens_seen += n_tokens
+        if self.rc.eval_every and state.step % self.rc.eval_every == 0:
+            self.evaluate()
+        return False
+
+    def train(self) -> float:
+        """Epochs of run_epoch until rc.minutes have passed; returns the training seconds."""
+        from transformer_viz.text.corpora import token_batches
+        from transformer_viz.training.translation import run_epoch
+
+        rc, tc, state, model = self.rc, self.tc, self.state, self.model
+        self.t_train = time.time()
+        deadline = self.t_train + rc.minutes * 60
+        model.train()
+        while time.time() < deadline:
+            batches = token_batches(self.examples, tc.batch_tokens, shuffle=True,
+                                    seed=tc.seed + state.epoch + 1)
+            run_epoch(model, model, self.optimizer, self.scaler, batches, self.examples, tc, state,
+                      self.device, False, 1, deadline=deadline, after_step=self.after_step)
+            if time.time() < deadline:  # a whole epoch: a natural point to look at the dev sets
+                state.epoch += 1
+                if not rc.eval_every:
+                    self.evaluate()
+        train_s = time.time() - self.t_train
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+        if not self.history or self.history[-1]["step"] != state.step:
+            self.evaluate()
+        self.log(f"{rc.direction}: {state.step} steps, {state.epoch} whole epochs, "
+                 f"{self.tokens_seen:,} target tokens in {train_s:.0f} s "
+                 f"({self.tokens_seen / max(train_s, 1e-9):,.0f} tokens/s)")
+        return train_s
+
+    def send(self, out: Path, command: str, t_start: float, train_s: float) -> dict:
+        """The weights as sent: quantised, put back, scored in float32 (no TF32, as the CPU
+        computes) and written as shards with their manifest, which is returned."""
+        from transformer_viz.checkpoints import state_dict_for_saving
+        from transformer_viz.checkpoints.compact import (dequantise, quantise, write_manifest,
+                                                         write_shards)
+
+        rc, device = self.rc, self.device
+        t_final = time.time()
+        if device.type == "cuda":
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
+        compact = quantise(state_dict_for_saving(self.model))
+        self.model.load_state_dict(dequantise(compact), strict=False)
+        self.model.eval()
+        final = dev_scores(self.model, self.prepared, self.src, self.tgt, rc.final_limit)
+        files = write_shards(compact, out, rc.direction)
+        manifest = self.manifest(final, files, command, train_s)
+        manifest["seconds"] = {"start": round(self.t_train - t_start, 1),
+                               "train": round(train_s, 1),
+                               "quantise_score_write": round(time.time() - t_final, 1),
+                               "total": round(time.time() - t_start, 1)}
+        write_manifest(out / f"{rc.direction}{MANIFEST_SUFFIX}", manifest)
+        self.log(f"{rc.direction}: as sent, greedy dev BLEU "
+                 + ", ".join(f"{k} {v['bleu']:.2f} ({v['sentences']} sentences)"
+                             for k, v in final.items())
+                 + f"; {len(files)} files of {sum(f['bytes'] for f in files) / 2**20:.1f} MiB; "
+                 f"{manifest['seconds']['total']:.0f} s in all")
+        return manifest
+
+    def manifest(self, final: dict, files: list[dict], command: str, train_s: float) -> dict:
+        """What the join and the model card read: the run, its history, the scores as sent."""
+        rc, state, device, cuda = self.rc, self.state, self.device, self.device.type == "cuda"
+        return {
+            "direction": rc.direction, "src_lang": self.src, "tgt_lang": self.tgt,
+            "config": self.model.cfg.to_dict(), "run": asdict(rc),
+            "batch_tokens_used": self.tc.batch_tokens, "steps": state.step, "epochs": state.epoch,
+            "target_tokens": self.tokens_seen, "train_seconds": round(train_s, 1),
+            "tokens_per_s": round(self.tokens_seen / max(train_s, 1e-9)), "history": self.history,
+            "device": torch.cuda.get_device_name(device) if cuda else "cpu",
+            "peak_memory_gib": (round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
+                                if cuda else None),
+            "torch": torch.__version__, "data": self.prepared.manifest["sha256"],
+            "dev_scores_as_sent": final, "files": files, "command": command}
+
+
+def train_direction(rc: GpuRunConfig, data: str | Path, out: str | Path, log=print,
+                    command: str = "") -> dict:
+    """Train one direction for ``rc.minutes``, then quantise, score and write it; returns the
+    manifest. ``command``: the command line, recorded in the manifest for the model card."""
+    t_start = time.time()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    run = BudgetedRun(rc, data, log)
+    train_s = run.train()
+    return run.send(out, command, t_start, train_s)
