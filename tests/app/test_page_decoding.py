@@ -113,3 +113,27 @@ def test_forcing_another_word_decodes_the_rest_greedily_and_the_link_keeps_it(op
     # another sentence: nothing forced any more
     change_sentence(link, OTHER_SENTENCE)
     assert "force" not in link.query_params
+
+
+def test_the_key_value_cache_step_shows_the_cache_decoding_used(open_app, tiny_checkpoint, open_step):
+    from transformer_viz.text.kv_cache import multiply_adds, record_cache
+
+    at = open_step(open_app("transformer_viz/app/pages/decoding.py"), "decoding_step", 2)
+    run = run_sentence(tiny_checkpoint, SENTENCE, trace=False)
+    record = record_cache(tiny_checkpoint.model, run.src_ids, run.tgt_ids)
+    T = len(run.tgt_ids)
+    assert step_text(at) == f"**Step 1 of {T}**"
+    keys = z_of(traces(chart(at, "kv-cache-self"), "key")[0])  # (T, d_k): later rows not computed yet
+    np.testing.assert_allclose(keys[0], record.self_k[0, 0, 0], atol=1e-6)  # layer 0, head 0, position 0
+    assert np.isnan(keys[1:]).all()
+    assert traces(chart(at, "kv-cache-self"), "masked")  # drawn grey, "not computed yet"
+    cross = z_of(traces(chart(at, "kv-cache-cross"), "key")[0])
+    np.testing.assert_allclose(cross, record.cross_k[0, 0], atol=1e-6)
+    at.button(key="kv_cache_next").click()
+    keys = z_of(traces(chart(rerun(at), "kv-cache-self"), "key")[0])
+    np.testing.assert_allclose(keys[:2], record.self_k[0, 0, :2], atol=1e-6)
+    counts = multiply_adds(tiny_checkpoint.config, len(run.src_ids), T)
+    lines = chart(at, "kv-cache-multiply-adds")["data"]
+    np.testing.assert_array_equal(array(lines[0]["y"]), counts.without_cache)
+    np.testing.assert_array_equal(array(lines[1]["y"]), counts.with_cache)
+    assert any(f"{counts.with_cache[1]:,} multiply–adds with the cache" in c.value for c in at.caption)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from transformer_viz.plots.common import (BLUE, FAINT, GREEN, INK, ORANGE, SEQUENTIAL, make_figure, mask_figure,
-                                          safe_label, token_text)
+from transformer_viz.plots.common import (BLUE, FAINT, GREEN, INK, ORANGE, SEQUENTIAL, heatmap, make_figure,
+                                          mask_figure, safe_label, token_text)
 
 _shown = token_text  # beam_tree_figure's argument of that name hides it
 
@@ -183,3 +183,41 @@ def forced_comparison_figure(original_tokens: list[str], original_probs, forced_
                           "line": {"color": INK, "dash": "dot"}}],
               "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"}}
     return make_figure(data, layout, title, 380)
+
+
+# --- the key/value cache ----------------------------------------------------------------------------
+
+def kv_cache_figure(keys, labels: list[str], step: int, title: str | None = None,
+                    appended: bool = True) -> go.Figure:
+    """A cache of keys (L, d_k) as rows: rows 0 … step − 1 filled, the later ones still empty (grey), and
+    with ``appended`` the row written at this step outlined."""
+    keys = np.asarray(keys, dtype=np.float64)
+    shown = keys.copy()
+    shown[step:] = -np.inf  # not yet computed at this step
+    columns = [f"k{c}" for c in range(keys.shape[1])]
+    fig = heatmap(shown, columns, labels, title, x_title="component of the key (d_k)",
+                  y_title="position", hover_value="key", masked_hover="not computed yet",
+                  height=max(240, 90 + 24 * len(labels)))
+    fig.update_xaxes(showticklabels=False)
+    if appended:  # a category axis places row i at i: the outline spans i ± 0.5
+        fig.add_shape(type="rect", xref="x", yref="y", x0=-0.5, x1=len(columns) - 0.5, y0=step - 1.5,
+                      y1=step - 0.5, line={"color": ORANGE, "width": 3}, fillcolor="rgba(0,0,0,0)")
+    return fig
+
+
+def multiply_adds_figure(with_cache, without_cache, step: int | None = None,
+                         title: str | None = None) -> go.Figure:
+    """Multiply–adds per decoding step with the key/value cache and without it (the whole prefix again)."""
+    steps = list(range(1, len(with_cache) + 1))
+    data = [{"type": "scatter", "mode": "lines+markers", "x": steps, "y": np.asarray(values, dtype=np.float64),
+             "name": name, "line": {"color": colour},
+             "hovertemplate": f"step %{{x}}<br>{name}: %{{y:,.0f}} multiply–adds<extra></extra>"}
+            for values, name, colour in ((without_cache, "without the cache", ORANGE),
+                                         (with_cache, "with the cache", BLUE))]
+    layout = {"xaxis": {"title": {"text": "decoding step t"}, "dtick": 1},
+              "yaxis": {"title": {"text": "multiply–adds"}, "rangemode": "tozero"},
+              "legend": {"orientation": "h", "y": -0.25}}
+    fig = make_figure(data, layout, title, 320)
+    if step is not None:
+        fig.add_vline(x=step, line={"color": FAINT, "dash": "dot"})
+    return fig

@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from transformer_viz.app import frame, loaders, sections, steps, widgets
+from transformer_viz.app import frame, kv_cache_view, loaders, sections, steps, widgets
 from transformer_viz.plots.common import token_labels, token_text
 from transformer_viz.plots.decoding import attention_row_figure, beam_tree_figure, causal_mask_figure, topk_figure
 from transformer_viz.text.analysis import beam_tree_data, step_candidates
@@ -27,9 +27,10 @@ tokenizer = ckpt.tokenizer
 n_steps = min(len(run.decoding.steps), len(run.tgt_ids))
 key = (sel.checkpoint, run.source_text)
 
-greedy_tab, beam_tab = steps.tabs([
+greedy_tab, beam_tab, cache_tab = steps.tabs([
     "1 · Greedy decoding, step by step",
     "2 · Greedy versus beam search",
+    "3 · The key/value cache",
 ], key="decoding_step")
 
 if greedy_tab.open:
@@ -113,3 +114,7 @@ if beam_tab.open:
                                              ("step", "beam")), "decoding-beam-tree",
                       caption="Squares are finished hypotheses (they produced </s>); hover a node for its token and "
                               "cumulative log-probability. Finished hypotheses are carried along unchanged, not drawn again.")
+
+if cache_tab.open:
+    with cache_tab:
+        kv_cache_view.show(sel, run)
