@@ -41,7 +41,7 @@ def show(sel: Selection, run) -> None:
     with left:
         keys = record.self_k[i, j]  # (T, d_k)
         fig = widgets.cached_figure(kv_cache_figure, keys, labels, t,
-                                    title=f"Self-attention keys after step {t} (layer {i}, head {j})")
+                                    title=f"Self-attention keys, step {t} (layer {i}, head {j})")
         widgets.chart(fig, widgets.long_form(labels[:t], list(range(keys.shape[1])), {"key": keys[:t]},
                                              ("position", "component")), "kv-cache-self",
                       caption=f"Row {t - 1} (outlined) was appended at step {t}; the rows above it were "
@@ -49,7 +49,7 @@ def show(sel: Selection, run) -> None:
     with right:
         cross = record.cross_k[i, j]  # (S, d_k)
         fig = widgets.cached_figure(kv_cache_figure, cross, src_labels, S, appended=False,
-                                    title=f"Cross-attention keys (layer {i}, head {j}): computed once")
+                                    title=f"Cross-attention keys, computed once (layer {i}, head {j})")
         widgets.chart(fig, widgets.long_form(src_labels, list(range(cross.shape[1])), {"key": cross},
                                              ("source", "component")), "kv-cache-cross")
     counts = multiply_adds(cfg, S, T)
