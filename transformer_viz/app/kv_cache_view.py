@@ -41,17 +41,18 @@ def show(sel: Selection, run) -> None:
     with left:
         keys = record.self_k[i, j]  # (T, d_k)
         fig = widgets.cached_figure(kv_cache_figure, keys, labels, t,
-                                    title=f"Self-attention keys, step {t} (layer {i}, head {j})")
+                                    title=f"Self-attention keys after step {t}")
         widgets.chart(fig, widgets.long_form(labels[:t], list(range(keys.shape[1])), {"key": keys[:t]},
                                              ("position", "component")), "kv-cache-self",
-                      caption=f"Row {t - 1} (outlined) was appended at step {t}; the rows above it were "
-                              "computed at earlier steps and read again.")
+                      caption=f"Layer {i}, head {j}. Row {t - 1} (outlined) was appended at step {t}; "
+                              "the rows above it were computed at earlier steps and read again.")
     with right:
         cross = record.cross_k[i, j]  # (S, d_k)
         fig = widgets.cached_figure(kv_cache_figure, cross, src_labels, S, appended=False,
-                                    title=f"Cross-attention keys, computed once (layer {i}, head {j})")
+                                    title="Cross-attention keys: computed once")
         widgets.chart(fig, widgets.long_form(src_labels, list(range(cross.shape[1])), {"key": cross},
-                                             ("source", "component")), "kv-cache-cross")
+                                             ("source", "component")), "kv-cache-cross",
+                      caption=f"Layer {i}, head {j}: one row per source token, the same at every step.")
     counts = multiply_adds(cfg, S, T)
     saved = 1 - (counts.with_cache.sum() + counts.once) / counts.without_cache.sum()
     fig = widgets.cached_figure(multiply_adds_figure, counts.with_cache, counts.without_cache, t,
