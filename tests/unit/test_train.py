@@ -65,6 +65,41 @@ def test_a_resumed_run_continues_from_the_saved_step_with_the_same_learning_rate
     assert all(torch.allclose(wa[k], wb[k], atol=1e-6) for k in wa)
 
 
+class _Stop(Exception):
+    """Ends a run in the middle of an epoch, as a killed process would."""
+
+
+def test_a_run_stopped_in_the_middle_of_an_epoch_resumes_from_its_last_mid_epoch_save(tmp_path, pairs,
+                                                                                      monkeypatch):
+    from transformer_viz.training import translation
+
+    straight = train(_config(epochs=2), tmp_path / "a", pairs=pairs, progress=False, log=lambda *_: None)
+    saves = []
+    real_save = translation.save_train_state
+
+    def save_then_stop(run_dir, model, optimizer, info):
+        real_save(run_dir, model, optimizer, info)
+        saves.append(info["batches_done"])
+        if info["batches_done"] == 5:  # killed right after its fifth mid-epoch save
+            raise _Stop
+
+    monkeypatch.setattr(translation, "save_train_state", save_then_stop)
+    with pytest.raises(_Stop):
+        train(_config(epochs=2, save_every_minutes=1e-9), tmp_path / "b", pairs=pairs, progress=False,
+              log=lambda *_: None)
+    monkeypatch.setattr(translation, "save_train_state", real_save)
+    assert saves == [1, 2, 3, 4, 5]  # a save after every step, within the first epoch
+    logs = []
+    resumed = train(_config(epochs=2), tmp_path / "b", pairs=pairs, progress=False, log=logs.append)
+    assert any("resuming from epoch 0" in line for line in logs)
+    assert [h["step"] for h in resumed["history"]] == [h["step"] for h in straight["history"]]
+    for a, b in zip(straight["history"], resumed["history"]):
+        assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-5)  # every batch counted once
+    wa = load_file(str(tmp_path / "a" / "epoch002.safetensors"))
+    wb = load_file(str(tmp_path / "b" / "epoch002.safetensors"))
+    assert all(torch.allclose(wa[k], wb[k], atol=1e-6) for k in wa)
+
+
 def test_learning_rate_warms_up_linearly_then_decays_with_inverse_sqrt():
     d_model, warmup = 256, 1000
     assert learning_rate(500, d_model, warmup) == pytest.approx(learning_rate(1000, d_model, warmup) / 2)

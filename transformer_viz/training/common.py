@@ -132,7 +132,8 @@ def average_weights(paths: list[Path]) -> dict[str, torch.Tensor]:
 
 @dataclass
 class TrainState:
-    """What a run has done so far; saved as JSON after every epoch so that a restart resumes here."""
+    """What a run has done so far; saved as JSON after every epoch (and every few minutes within one) so
+    that a restart resumes here."""
 
     step: int = 0
     epoch: int = 0
@@ -141,6 +142,12 @@ class TrainState:
     best_epoch: int = 0
     elapsed_s: float = 0.0
     restart_step: int = -1  # the step at which training went on from an exported checkpoint (-1: never)
+    # Saved in the middle of an epoch: its batches already trained, and their loss and tokens and seconds,
+    # so that a restart goes on with the next batch and the epoch's record counts all of them.
+    batches_done: int = 0
+    epoch_loss: float = 0.0
+    epoch_tokens: int = 0
+    epoch_s: float = 0.0
 
     @classmethod
     def from_dict(cls, info: dict | None) -> "TrainState":
