@@ -1,14 +1,13 @@
 """Every chart whole and legible, as a class sees it: the Lecture in projector mode at 1280×720 and
-1920×1080, with the sidebar folded and open, on a short and a long sentence in each direction (the shipped
-de→en and en→de models); and every page and step on a 390×844 phone.
+1920×1080, with the sidebar folded and open, on a short and a long sentence in each direction (the
+shipped de→en and en→de models); and every page and step on a 390×844 phone.
 
 A chart fails when it is wider than its column (on a phone: unless its box shows that it scrolls
-sideways), when one of its texts is cut at the chart's edge, when two of its texts overlap (the glyph boxes
-of the SVG texts as drawn, turned with them, so the empty corners of a turned tick label do not count),
-or when a text is smaller than the floor: 16 px, and 18 px for titles (figure, axis, colour-bar and panel
-titles), on a projector; 10 px on a phone. Screenshots of each step go to screenshots-tmp/legibility/
-(git-ignored; each run replaces its files).
-"""
+sideways), when one of its texts is cut at the chart's edge, when two of its texts overlap (the
+glyph boxes of the SVG texts as drawn, turned with them, so the empty corners of a turned tick label
+do not count), or when a text is smaller than the floor: 16 px, and 18 px for titles (figure, axis,
+colour-bar and panel titles), on a projector; 10 px on a phone. Screenshots of each step go to
+screenshots-tmp/legibility/ (git-ignored; each run replaces its files)."""
 
 from __future__ import annotations
 
@@ -30,9 +29,9 @@ from tests.browser.test_browser import (  # noqa: F401
 from tests.browser.test_browser_lecture import wait_for_lecture_step
 from tests.support.browser import COUNT_RUNS_JS, ROOT, page_url, start_server, stop_server
 
-# The problems the walks still find, by step or page and kind, with their counts over every sentence and
-# view: asserted exactly (assert_only_known), so that a new one fails the tests and a fixed one has to leave
-# the list. Measured on Debian's Chromium with Liberation Sans.
+# The problems the walks still find, by step or page and kind, with their counts over every sentence
+# and view: asserted exactly (assert_only_known), so that a new one fails the tests and a fixed one
+# has to leave the list. Measured on Debian's Chromium with Liberation Sans.
 KNOWN_PROJECTOR: dict[tuple[str, str], int] = {
     ('step 17 (decoder_only)', 'overlap'): 18,
     ('step 3 (tokens)', 'overlap'): 6,
@@ -103,13 +102,13 @@ CHECKPOINTS = ROOT / "checkpoints"
 SENTENCES = {"de-en": ("Ein Hund läuft.", "Die Katze schläft auf dem Sofa, weil sie müde ist."),
              "en-de": ("A dog runs.", "The kids were scared of the lions, so they left right away.")}
 PROJECTOR_FLOOR, PROJECTOR_TITLE_FLOOR, PHONE_FLOOR = 16, 18, 10
-# (screen, sidebar open): at 1280×720 the sidebar open leaves the narrowest column, and folded it lets a
-# figure stand beside the text that goes under it with the sidebar open; 1920×1080 draws the figures
-# larger.
+# (screen, sidebar open): at 1280×720 the sidebar open leaves the narrowest column, and folded it
+# lets a figure stand beside the text that goes under it with the sidebar open; 1920×1080 draws the
+# figures larger.
 VIEWS = (((1280, 720), True), ((1280, 720), False), ((1920, 1080), True))
 
-# Resolves once every chart has its svg as wide as its box and nothing in any chart moved for 150 ms (plotly
-# redraws a figure after a resize, and again while its automatic margins settle).
+# Resolves once every chart has its svg as wide as its box and nothing in any chart moved for 150 ms
+# (plotly redraws a figure after a resize, and again while its automatic margins settle).
 SETTLED_JS = """async () => {
   const shape = () => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot'))
     .map((gd) => { const s = gd.querySelector('svg.main-svg');
@@ -255,7 +254,8 @@ def tally(found: list[tuple[str, str]]) -> dict[tuple[str, str], int]:
 
 
 def assert_only_known(found: list[tuple[str, str]], known: dict[tuple[str, str], int]) -> None:
-    """The problems found are exactly the known ones: none new, none more, none fixed but still listed."""
+    """The problems found are exactly the known ones: none new, none more, none fixed but still
+    listed."""
     seen = tally(found)
     changed = {key: (known.get(key, 0), seen.get(key, 0)) for key in {*known, *seen}
                if known.get(key, 0) != seen.get(key, 0)}
@@ -268,14 +268,14 @@ def assert_only_known(found: list[tuple[str, str]], known: dict[tuple[str, str],
 
 def test_every_lecture_figure_is_whole_and_legible_on_a_projector(browser, shipped_app):  # noqa: F811
     """Each step by the → key on the four sentences at 1280×720 with the sidebar open (the narrowest
-    column), and on the two long ones also with it folded (the projector as the class sees it) and at
-    1920×1080 with it open (VIEWS): a short sentence's figures are smaller, and every view costs time. The
-    steps go back and forth through the views, so that each step starts in the view the step before ended
-    in. A screenshot of each step of each sentence.
+    column), and on the two long ones also with it folded (the projector as the class sees it) and
+    at 1920×1080 with it open (VIEWS): a short sentence's figures are smaller, and every view costs
+    time. The steps go back and forth through the views, so that each step starts in the view the
+    step before ended in. A screenshot of each step of each sentence.
 
-    The problems still known are listed in KNOWN_PROJECTOR by step and kind, with their counts over every
-    sentence and view, and asserted exactly: a new problem fails the test, and so does a known one fixed
-    (its entry then leaves the list)."""
+    The problems still known are listed in KNOWN_PROJECTOR by step and kind, with their counts over
+    every sentence and view, and asserted exactly: a new problem fails the test, and so does a known
+    one fixed (its entry then leaves the list)."""
     from transformer_viz.app.lecture import STEPS
 
     shots = SHOTS / "lecture"
@@ -319,7 +319,8 @@ def test_every_lecture_figure_is_whole_and_legible_on_a_projector(browser, shipp
     assert_only_known(found, KNOWN_PROJECTOR)
 
 
-# A page of the app opened by its link in the navigation, as a tap would: the folded sidebar keeps its links.
+# A page of the app opened by its link in the navigation, as a tap would: the folded sidebar keeps
+# its links.
 NAV_JS = """(title) => Array.from(document.querySelectorAll('[data-testid="stSidebarNav"] a'))
   .find((a) => a.innerText.trim() === title).click()"""
 
