@@ -176,3 +176,18 @@ def test_projector_layout_draws_panel_titles_at_18_px_and_breaks_a_long_title_to
     note = projector_layout(make_figure([], {"annotations": [{"text": "encoder: 17 source tokens",
                                                               "font": {"size": 13}}]}))
     assert note.layout.annotations[0].font.size == 16
+
+
+def test_projector_title_stands_above_the_top_rows_panel_titles():
+    """A wrapped projector title is anchored at the figure's top and the top margin holds its lines and
+    the top row's panel titles: centred in the margin, its second line ran into them (Lecture step 7)."""
+    from transformer_viz.plots.common import (PROJECTOR_PANEL_LEADING, PROJECTOR_TITLE_LEADING,
+                                              projector_layout)
+    from transformer_viz.plots.layers import masked_attention_figure
+
+    z = np.zeros((3, 3))
+    fig = projector_layout(masked_attention_figure(z, z, z, list("abc"), list("abc"),
+                                                   "Decoder layer 0, head 0: scores → mask → softmax"))
+    assert fig.layout.title.text.count("<br>") == 1
+    assert fig.layout.title.yanchor == "top" and fig.layout.title.y == 1
+    assert fig.layout.margin.t >= 2 * PROJECTOR_TITLE_LEADING + 2 * PROJECTOR_PANEL_LEADING

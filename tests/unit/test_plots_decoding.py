@@ -164,3 +164,16 @@ def test_batch_row_labels_count_the_padding_of_each_row():
     src, tgt = [["a", "b", "</s>"], ["c", "</s>"]], [["<s>", "x"], ["<s>", "y", "z", "w"]]
     assert batch_row_labels(src, tgt) == ["row 0: 3 source tokens + 0 <pad>, 2 target tokens + 2 <pad>",
                                           "row 1: 2 source tokens + 1 <pad>, 4 target tokens + 0 <pad>"]
+
+
+def test_beam_tree_down_the_figure_has_a_row_a_step_and_a_column_a_beam():
+    """The Lecture's beam tree (down=True): the same tree with step and beam swapped, each token to the
+    right of its node; before, a long translation's tokens (one column a step) ran into each other."""
+    text = [[f"t{tok}" for tok in row] for row in BEAM["tokens"]]
+    across = beam_tree_figure(text, BEAM["parents"], BEAM["scores"], BEAM["finished"], best_beam=1)
+    down = beam_tree_figure(text, BEAM["parents"], BEAM["scores"], BEAM["finished"], best_beam=1, down=True)
+    for name in ("edges", "chosen translation", "beams"):
+        a, d = traces(across, name)[0], traces(down, name)[0]
+        assert list(d.x) == list(a.y) and list(d.y) == list(a.x)
+    assert traces(down, "beams")[0].textposition == "middle right"
+    assert list(down.layout.xaxis.ticktext) == ["beam 0", "beam 1"] and down.layout.showlegend is False

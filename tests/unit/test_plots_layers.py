@@ -69,6 +69,10 @@ def test_masked_cells_are_grey_not_coloured():
     # one colour bar per scale, both right of the last panel; the title centred
     right = fig.layout.xaxis3.domain[1]
     assert fig.layout.coloraxis.colorbar.x > right and fig.layout.coloraxis2.colorbar.x > right
+    # one above the other, apart: side by side their titles ran into each other at 1280 px
+    bars = fig.layout.coloraxis.colorbar, fig.layout.coloraxis2.colorbar
+    assert bars[0].x == bars[1].x and bars[0].yanchor == "top" and bars[1].yanchor == "bottom"
+    assert bars[1].y + bars[1].len < bars[0].y - bars[0].len
     assert fig.layout.title.x == 0.5 or fig.layout.title.text is None
 
     # a lone weights map greys the cells it is told are masked, in the same grey

@@ -40,3 +40,13 @@ def test_families_figure_draws_the_four_masks():
     assert len(colour) == 4 and len(greys) == 2  # only the two causal masks hide anything
     causal = z_of(greys[-1])  # the decoder-only panel: grey above the diagonal
     assert np.array_equal(~np.isnan(causal), np.triu(np.ones((5, 5), dtype=bool), 1))
+
+
+def test_families_figure_labels_x_only_on_the_bottom_row():
+    """The top row's x labels, turned, ran into the bottom row's panel titles; its keys are its rows'
+    tokens. Every label at least 10 px, a phone's floor."""
+    fig = families_figure(["a", "b"], ["c", "d", "e"], ["a", "b", "c"])
+    shown = [fig.layout[f"xaxis{k or ''}"].showticklabels for k in (0, 2, 3, 4)]
+    assert shown == [False, False, True, True]
+    axes = [*fig.select_xaxes(), *fig.select_yaxes()]
+    assert all(axis.tickfont.size >= 10 for axis in axes)

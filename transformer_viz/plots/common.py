@@ -264,6 +264,22 @@ def is_panel_title(annotation) -> bool:
     return annotation.showarrow is False and annotation.yref == "paper" and annotation.yanchor == "bottom"
 
 
+PROJECTOR_TITLE_PAD = 8  # px above a figure title in projector style
+PROJECTOR_PANEL_LEADING = 23  # px a line of a panel title takes at PROJECTOR_TICK_SIZE
+
+
+def top_margin(fig: go.Figure) -> int:
+    """The top margin (px) a projector figure's title, anchored at the top, needs above the top row's
+    panel titles, which stand on their panels: a two-line title ran into them when centred in the
+    margin."""
+    layout = fig.layout
+    lines = 1 + str(layout.title.text or "").count("<br>")
+    panel_lines = max((1 + str(a.text or "").count("<br>") for a in layout.annotations
+                       if is_panel_title(a) and (a.y or 0) >= 0.98), default=0)
+    return (PROJECTOR_TITLE_PAD + PROJECTOR_TITLE_LEADING * lines
+            + (PROJECTOR_PANEL_LEADING * panel_lines + 6 if panel_lines else 4))
+
+
 def projector_layout(fig: go.Figure, height: int | None = None) -> go.Figure:
     """A copy of ``fig`` for a projector: body text PROJECTOR_FONT, every axis's tick labels and every colour
     bar at least PROJECTOR_TICK_SIZE, titles PROJECTOR_TITLE_SIZE, text inside the plot (bar labels, and
@@ -292,6 +308,12 @@ def projector_layout(fig: go.Figure, height: int | None = None) -> go.Figure:
         if len(lines) > 1:
             layout.title.text = "<br>".join(lines)
             layout.margin.t = (layout.margin.t or 50) + PROJECTOR_TITLE_LEADING * (len(lines) - 1)
+    if title:  # from the figure's top down: the title's lines, then the top row's panel titles
+        # plotly.js sets a title of several lines on its first line's baseline, one of one line on its top
+        lines = 1 + layout.title.text.count("<br>")
+        pad = PROJECTOR_TITLE_PAD + (round(0.8 * PROJECTOR_TITLE_SIZE) if lines > 1 else 0)
+        layout.title.update(y=1, yref="container", yanchor="top", pad={"t": pad})
+        layout.margin.t = max(layout.margin.t or 50, top_margin(out))
     viridis = go.Heatmap(colorscale=SEQUENTIAL).colorscale
     for coloraxis in out.select_coloraxes():
         if coloraxis.colorscale == viridis:

@@ -90,19 +90,26 @@ def beam_backtrack(tokens: list[list[int]], parents: list[list[int]], beam: int)
 
 
 def beam_tree_figure(token_text: list[list[str]], parents: list[list[int]], scores: list[list[float]],
-                     finished: list[list[bool]], best_beam: int | None = None, title: str | None = None) -> go.Figure:
+                     finished: list[list[bool]], best_beam: int | None = None, title: str | None = None,
+                     down: bool = False) -> go.Figure:
     """The beam tree: x = step, y = beam rank, a line from each node to its parent; hover shows the token
-    and the cumulative log-probability. The chosen translation's path is drawn thick and orange."""
+    and the cumulative log-probability. The chosen translation's path is drawn thick and orange.
+
+    ``down``: the steps run down the figure and the beams across it, each token to the right of its node,
+    so that a long translation's tokens stay apart in a narrow column (one row a step instead of a
+    column a step); the legend gives way to the title, which should name the orange path."""
     nodes, edges = beam_tree(parents, scores, finished)
+    at = (lambda step, beam: (beam, step)) if down else (lambda step, beam: (step, beam))
     edge_x, edge_y = [], []
-    for (x0, y0), (x1, y1) in edges:
+    for start, end in edges:
+        (x0, y0), (x1, y1) = at(*start), at(*end)
         edge_x += [x0, x1, None]
         edge_y += [y0, y1, None]
     data = [{"type": "scatter", "x": edge_x, "y": edge_y, "mode": "lines", "line": {"color": FAINT, "width": 1},
              "hoverinfo": "skip", "name": "edges", "showlegend": False}]
     if best_beam is not None and token_text:
         drawn = {(n["step"], n["beam"]) for n in nodes}
-        path = [p for p in beam_backtrack(token_text, parents, best_beam) if p in drawn]
+        path = [at(*p) for p in beam_backtrack(token_text, parents, best_beam) if p in drawn]
         data.append({"type": "scatter", "x": [p[0] for p in path], "y": [p[1] for p in path], "mode": "lines",
                      "line": {"color": ORANGE, "width": 4}, "hoverinfo": "skip", "name": "chosen translation"})
     labels, hovers = [], []
@@ -116,13 +123,21 @@ def beam_tree_figure(token_text: list[list[str]], parents: list[list[int]], scor
         state = " (finished)" if n["finished"] else ""
         hovers.append(f"step {n['step']}, beam {n['beam']}<br>token {safe_label(_shown(token))}{state}<br>"
                       f"log P = {n['score']:.6f}")
-    data.append({"type": "scatter", "x": [n["step"] for n in nodes], "y": [n["beam"] for n in nodes],
-                 "mode": "markers+text", "text": labels, "textposition": "top center", "hovertext": hovers,
-                 "hoverinfo": "text", "name": "beams",
+    places = [at(n["step"], n["beam"]) for n in nodes]
+    data.append({"type": "scatter", "x": [p[0] for p in places], "y": [p[1] for p in places],
+                 "mode": "markers+text", "text": labels, "textposition": "middle right" if down else "top center",
+                 "hovertext": hovers, "hoverinfo": "text", "name": "beams",
                  "marker": {"size": 12, "color": [n["score"] for n in nodes], "colorscale": SEQUENTIAL,
                             "symbol": ["square" if n["finished"] else "circle" for n in nodes],
                             "colorbar": {"title": {"text": "log P"}}, "line": {"color": INK, "width": 1}}})
     K = max((len(row) for row in parents), default=1)
+    if down:  # each token has the width of a beam's column to the right of its node
+        layout = {"xaxis": {"side": "top", "tickvals": list(range(K)), "ticktext": [f"beam {k}" for k in range(K)],
+                            "range": [-0.25, K - 0.1], "zeroline": False},
+                  "yaxis": {"title": {"text": "step"}, "dtick": 1, "range": [len(parents) + 0.5, -0.5],
+                            "zeroline": False},
+                  "showlegend": False}
+        return make_figure(data, layout, title, 120 + 24 * len(parents))
     layout = {"xaxis": {"title": {"text": "step"}, "dtick": 1},
               "yaxis": {"title": {"text": "beam (rank by score)"}, "dtick": 1, "range": [K - 0.5, -0.8]},
               "legend": {"orientation": "h", "y": -0.2}}

@@ -143,13 +143,16 @@ def masked_attention_figure(scores, masked_scores, weights, x_labels: list[str],
                              masked_hover=MASKED_WEIGHT, coloraxis="coloraxis2"))
     finite = scores[np.isfinite(scores)]
     bound = float(np.abs(finite).max()) if finite.size else 1.0
-    # One colour bar per scale, both outside the panels, on the right: none sits between two panels.
+    # One colour bar per scale, both outside the panels, on the right, one above the other: none sits
+    # between two panels, and their titles do not meet (side by side, "score" ran into "weight" at
+    # 1280 px). Each title is turned beside its bar, which keeps its whole length for three ticks.
+    bar = {"x": 1.02, "xanchor": "left", "len": 0.45, "thickness": 12, "nticks": 3}
     layout["coloraxis"] = {"colorscale": DIVERGING, "cmin": -bound, "cmax": bound,
-                           "colorbar": {"title": {"text": "score"}, "x": 1.02, "xanchor": "left",
-                                        "len": 0.9, "thickness": 12}}
+                           "colorbar": {**bar, "title": {"text": "score", "side": "right"}, "y": 1.0,
+                                        "yanchor": "top"}}
     layout["coloraxis2"] = {"colorscale": SEQUENTIAL, "cmin": 0.0, "cmax": 1.0,
-                            "colorbar": {"title": {"text": "weight"}, "x": 1.13, "xanchor": "left",
-                                         "len": 0.9, "thickness": 12}}
+                            "colorbar": {**bar, "title": {"text": "weight", "side": "right"}, "y": 0.0,
+                                         "yanchor": "bottom"}}
 
     for i in (1, 2):
         layout[f"yaxis{_axis_id(i)}"]["showticklabels"] = False

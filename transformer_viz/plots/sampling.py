@@ -71,7 +71,7 @@ def families_figure(src_labels: list[str], tgt_labels: list[str], prompt_labels:
                     title: str | None = None) -> go.Figure:
     """Four masks, two by two: the encoder–decoder's encoder self-attention, masked decoder self-attention and
     cross-attention, then the decoder-only model's single causal self-attention. Blue: may attend; grey:
-    masked."""
+    masked. The top row's keys are its rows' tokens: only the bottom row labels its x axis."""
     masks = families_masks(len(src_labels), len(tgt_labels), len(prompt_labels))
     axes_labels = [(src_labels, src_labels), (tgt_labels, tgt_labels), (src_labels, tgt_labels),
                    (prompt_labels, prompt_labels)]
@@ -83,7 +83,10 @@ def families_figure(src_labels: list[str], tgt_labels: list[str], prompt_labels:
                                 colorscale=flat(ALLOWED_COLOUR))
         data += traces
         ax = "" if k == 0 else str(k + 1)
-        layout[f"xaxis{ax}"].update(tickangle=-90, tickfont={"size": 9}, automargin=True)
-        layout[f"yaxis{ax}"].update(tickfont={"size": 9}, automargin=True, scaleanchor=f"x{ax}", scaleratio=1,
-                                    constrain="domain")
+        # The top row's masks are self-attentions, their keys the rows' tokens: no x labels there, which,
+        # turned, ran into the bottom row's panel titles. 10 px: a phone's least legible size.
+        layout[f"xaxis{ax}"].update(tickangle=-90, tickfont={"size": 10}, automargin=True,
+                                    showticklabels=k >= 2)
+        layout[f"yaxis{ax}"].update(tickfont={"size": 10}, automargin=True, scaleanchor=f"x{ax}",
+                                    scaleratio=1, constrain="domain")
     return make_figure(data, layout, title, 620, panel_titles=True)

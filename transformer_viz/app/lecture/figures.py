@@ -176,8 +176,9 @@ def fig_inference(ctx: Context) -> FigureSpec:
         K = max((len(row) for row in tree["parents"]), default=1)
         return FigureSpec(decoding_plots.beam_tree_figure,
                           (tree["text"], tree["parents"], tree["scores"], tree["finished"]),
-                          {"best_beam": tree["best_beam"],
-                           "title": f"Beam search, K = {K}: the {K} best partial translations"},
+                          {"best_beam": tree["best_beam"], "down": True,
+                           "title": f"Beam search, K = {K}: the {K} best partial translations, "
+                                    "the chosen one orange"},
                           {"token": [" ".join(row) for row in tree["text"]]})
     t = min(max(ctx.position, 1), len(ctx.run.decoding.steps))
     tokens, probs, chosen = _topk(ctx, t)

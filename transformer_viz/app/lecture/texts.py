@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
-from transformer_viz.app.lecture.context import (Context, detr_queries, encoder_weights, head_drops, lookup_weights,
-                                                 padded_length, traced)
+from transformer_viz.app.lecture.context import (Context, detr_queries, encoder_weights, head_drops,
+                                                 lookup_weights, padded_length, traced)
 from transformer_viz.app.lecture.figures import HEADS_SHOWN
 from transformer_viz.plots import lecture as lecture_plots
 from transformer_viz.plots.common import token_text
@@ -58,10 +58,12 @@ def text_lookup(ctx: Context) -> str:
     dot, scaled, _ = lookup_weights(ctx).values()  # q·k, q·k/√d_k, qᵀGk
     keys = [word(t) for t in ctx.run.src_tokens[: len(dot)]]
     S = len(ctx.run.src_tokens)
-    against = f"the first {len(dot)} of its {S} keys, the softmax over these alone" if len(dot) < S else f"its {S} keys"
+    against = (f"the first {len(dot)} of its {S} keys, the softmax over these alone" if len(dot) < S
+               else f"its {S} keys")
     return (f"A dictionary returns the value whose key equals the query; attention returns a blend of all values. "
             f"Query \"{word(ctx.run.src_tokens[0])}\" (encoder layer {ctx.layer}, head {ctx.head}) against "
-            f"{against}: with the plain dot product \"{keys[int(dot.argmax())]}\" gets {pct(dot.max())}, "
+            f"{against}: with the plain dot product \"{keys[int(dot.argmax())]}\" gets "
+            f"{pct(dot.max())}, "
             f"with the scaled dot product (÷√{ctx.run.config.d_k}) \"{keys[int(scaled.argmax())]}\" gets "
             f"{pct(scaled.max())}. Scaling flattens the softmax.")
 
@@ -192,17 +194,19 @@ def text_training(ctx: Context) -> str:
     history = ctx.metadata.get("history") or []
     warmup, factor = int(training.get("warmup", 4000)), float(training.get("lr_factor", 1.0))
     d = ctx.run.config.d_model
-    peak = learning_rate(warmup, d, warmup, factor)  # the formula at s = w: where the figure's curve peaks
+    # the formula at s = w: where the figure's curve peaks
+    peak = learning_rate(warmup, d, warmup, factor)
     steps = training.get("steps") or (history[-1].get("step") if history else None)
     smoothing = training.get("label_smoothing", 0.1)
     last = (f" The last recorded epoch ended with a validation loss of {history[-1]['val_loss']:.2f}."
             if history and "val_loss" in history[-1] else "")
-    return (f"In training the decoder gets the correct target shifted right (<s> y₁ … yₙ₋₁) and must "
-            f"predict y₁ … yₙ at every position at once: teacher forcing. The loss is the cross-entropy with "
-            f"label smoothing ε = {smoothing:g}; the learning rate rises for {warmup} warm-up steps to its peak "
-            f"f · d_model^−0.5 · w^−0.5 = {peak:.1e} (d_model = {d}; w = {warmup}; f = {factor:g}, this "
-            f"checkpoint's), then decays as 1/√step" + (f" (this model: {steps:,} steps)." if steps else ".")
-            + last)
+    return (f"In training the decoder gets the correct target shifted right (<s> y₁ … yₙ₋₁) and "
+            f"must predict y₁ … yₙ at every position at once: teacher forcing. The loss is the "
+            f"cross-entropy with label smoothing ε = {smoothing:g}; the learning rate rises for "
+            f"{warmup} warm-up steps to its peak f · d_model^−0.5 · w^−0.5 = {peak:.1e} "
+            f"(d_model = {d}; w = {warmup}; "
+            f"f = {factor:g}, this checkpoint's), then decays as 1/√step"
+            + (f" (this model: {steps:,} steps)." if steps else ".") + last)
 
 
 def text_inference(ctx: Context) -> str:
@@ -215,8 +219,9 @@ def text_inference(ctx: Context) -> str:
             f"again, until </s>. At step {t} greedy decoding takes \"{word(top[0])}\" ({pct(probs[0])}); the "
             f"runner-up was \"{word(top[1]) if len(top) > 1 else '—'}\" "
             f"({pct(probs[1]) if len(probs) > 1 else '—'}). "
-            + (f"Beam search (the figure, K = {beam_width(ctx.beam_run)}) keeps the K best partial translations "
-               f"instead of one and writes \"{ctx.beam_run.translation}\". " if ctx.beam_run is not None else
+            + (f"Beam search (the figure, K = {beam_width(ctx.beam_run)}) keeps the K best partial "
+               f"translations instead of one and writes \"{ctx.beam_run.translation}\". "
+               if ctx.beam_run is not None else
                "Beam search keeps the K best partial translations instead of one. ")
             + "Force another candidate below to see where the translation goes.")
 
@@ -232,9 +237,13 @@ def text_heads(ctx: Context) -> str:
     first, second = numbers.heads[order[0]], numbers.heads[order[1]]
     small = int((np.abs(numbers.drops) < 0.05).sum())
     n = len(numbers.drops)
-    bars = f"one of the {n} heads" if n <= HEADS_SHOWN else f"one of the {HEADS_SHOWN} of {n} heads that matter most,"
-    return (f"Each bar is {bars} switched off alone, the translation fed back in as in training. Without {first} ({first.label}) its log-probability falls by {numbers.drops[order[0]]:.2f} "
-            f"nats, without {second} by {numbers.drops[order[1]]:.2f}; {small} heads change it by less than 0.05. "
+    bars = (f"one of the {n} heads" if n <= HEADS_SHOWN
+            else f"one of the {HEADS_SHOWN} of {n} heads that matter most,")
+    return (f"Each bar is {bars} switched off alone, the translation fed back in as in training. "
+            f"Without {first} ({first.label}) its log-probability falls by "
+            f"{numbers.drops[order[0]]:.2f} nats, without {second} by "
+            f"{numbers.drops[order[1]]:.2f}; "
+            f"{small} heads change it by less than 0.05. "
             f"A head's attention map alone does not say which of these it is.")
 
 
@@ -258,9 +267,10 @@ def text_vit(ctx: Context) -> str:
 
 def text_detr(ctx: Context) -> str:
     n = detr_queries()
-    return ("DETR detects objects with the full encoder–decoder: the encoder reads the image's feature patches, "
-            "and the decoder's queries are N learned object queries instead of words (100 in the paper; "
-            f"N = {n} in this app's toy DETR, as drawn). Cross-attention lets each query look at the image; each "
-            "query then outputs a class and a box, or ∅ (no object). Training matches queries to the true "
-            "objects one to one (Hungarian matching). The toy DETR does this on 32 × 32 canvases of handwritten "
-            "digits.")
+    return ("DETR detects objects with the full encoder–decoder: the encoder reads the image's "
+            "feature patches, and the decoder's queries are N learned object queries instead of "
+            f"words (100 in the paper; N = {n} in this app's toy DETR, as drawn). Cross-attention "
+            "lets each query look at the image; each query then outputs a class and a box, or ∅ "
+            "(no object). "
+            "Training matches queries to the true objects one to one (Hungarian matching). The toy "
+            "DETR does this on 32 × 32 canvases of handwritten digits.")
