@@ -181,6 +181,13 @@ class Grids:
     ld_corrupted: float
 
 
+def head_shares(grids: Grids) -> dict[str, float]:
+    """The heads grid by name ("enc.L.H", "dec.L.H", "cross.L.H", as interpret.ablation spells them)."""
+    kinds, N, h = grids.heads.shape
+    return {str(H.Head(H.KINDS[k], i, j)): float(grids.heads[k, i, j])
+            for k in range(kinds) for i in range(N) for j in range(h)}
+
+
 def grid_rows(cfg, S: int, T: int) -> list[list[Patch]]:
     """Every patch of the four grids, one row each: encoder layer × source position, encoder layer
     with all positions, decoder layer × target position, then every head (KINDS, layer, head order).
