@@ -390,7 +390,7 @@ PRESETS = (
            "translation changes."),
     Preset("singular / plural", "de-en", "Sie spielt im Park.", "Sie spielen im Park.",
            "Only the verb's ending tells “she” from “they”."),
-    Preset("with / without “nicht”", "de-en", "Die Kinder spielen nicht.",
+    Preset("nicht / draußen", "de-en", "Die Kinder spielen nicht.",
            "Die Kinder spielen draußen.",
            "“nicht” replaced by a word of one token, so that the positions line up."),
 )
