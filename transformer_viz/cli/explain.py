@@ -32,22 +32,72 @@ def parse_heads_flag(ckpt, spec: str):
         raise InputError(str(exc)) from None
 
 
-def explain_json(ckpt, sentence: str, steps: int) -> dict:
-    """Everything ``explain`` prints, for one sentence: its tokens, the greedy translation, integrated gradients'
-    step count and completeness gap, and the per-token rows (text.explain.explanation_rows)."""
+def explain_json(ckpt, sentence: str, steps: int, contrast: str | None = None,
+                 position: int | None = None) -> dict:
+    """Everything ``explain`` prints, for one sentence: its tokens, the greedy translation,
+    integrated gradients' step count and completeness gap, and the per-token rows
+    (text.explain.explanation_rows); with ``contrast``, why the token written at one position and
+    not that one (:func:`contrast_json`)."""
     from transformer_viz.engine import run_sentence
     from transformer_viz.interpret import explain as X
 
+    if contrast is not None:
+        token_id(ckpt, contrast)  # an unknown token fails before any work
     run = run_sentence(ckpt, sentence)
     model = ckpt.model
     ig, delta = X.integrated_gradients(model, run.src_ids, run.tgt_ids, steps)
     gxi = X.gradient_x_input(model, run.src_ids, run.tgt_ids)
     lens = X.heads_run(model, run.src_ids, run.tgt_ids).lens
-    return {"source": run.source_text, "source_tokens": run.src_tokens, "translation": run.translation,
-            "layers": model.cfg.N, "ig_steps": steps, "ig_baseline": "zero source embeddings (positions kept)",
-            "ig_completeness_gap": round(float(np.abs(ig.sum(-1) - delta).sum() / np.abs(delta).sum()), 6),
-            "lens_final_layer_norm": bool(model.cfg.pre_ln), "messages": run.messages,
-            "tokens": X.explanation_rows(run, lens, ig, gxi)}
+    out = {"source": run.source_text, "source_tokens": run.src_tokens, "translation": run.translation,
+           "layers": model.cfg.N, "ig_steps": steps, "ig_baseline": "zero source embeddings (positions kept)",
+           "ig_completeness_gap": round(float(np.abs(ig.sum(-1) - delta).sum() / np.abs(delta).sum()), 6),
+           "lens_final_layer_norm": bool(model.cfg.pre_ln), "messages": run.messages,
+           "tokens": X.explanation_rows(run, lens, ig, gxi)}
+    if contrast is not None:
+        out["contrastive"] = contrast_json(ckpt, run, contrast, position, steps)
+    return out
+
+
+def token_id(ckpt, token: str) -> int:
+    """A vocabulary token as typed: itself ("▁sie", "</s>") or a word that starts one ("sie" ->
+    "▁sie"); InputError for one the vocabulary lacks."""
+    from transformer_viz.text.tokenizer import InputError
+
+    vocab = ckpt.tokenizer.get_vocab()
+    for candidate in (token, "▁" + token):
+        if candidate in vocab:
+            return vocab[candidate]
+    raise InputError(f"{token!r} is not a token of this vocabulary (nor \"▁{token}\", the word-start "
+                     f"form): give one token, as `python -m transformer_viz trace` shows them")
+
+
+def contrast_json(ckpt, run, token: str, position: int | None, steps: int) -> dict:
+    """``--contrast TOKEN``: integrated gradients of log p(written) − log p(TOKEN) at one position
+    (default: where TOKEN is likeliest without being the token written) over the source and the
+    target prefix (interpret/contrast.py)."""
+    import numpy as np
+
+    from transformer_viz.interpret.contrast import contrastive_ig
+    from transformer_viz.text.tokenizer import InputError
+
+    y_id = token_id(ckpt, token)
+    written = run.predicted_ids
+    if position is None:
+        p = run.trace["probs"][0, :, y_id].numpy().copy()  # (T,): p(TOKEN) at every position
+        p[np.asarray(written) == y_id] = -1.0
+        position = int(p.argmax())
+    if not 0 <= position < len(written):
+        raise InputError(f"--position {position} is outside the translation: 0 to {len(written) - 1}")
+    if written[position] == y_id:
+        raise InputError(f"position {position} writes {token!r} itself: contrast it with another token")
+    c = contrastive_ig(ckpt.model, run.src_ids, run.tgt_ids, position, written[position], y_id, steps)
+    names = ckpt.tokenizer.convert_ids_to_tokens
+    return {"position": position, "written": names(written[position]), "contrast": names(y_id),
+            "quantity": "log p(written) − log p(contrast)", "value": round(c.g_input, 6),
+            "baseline_value": round(c.g_baseline, 6), "completeness_gap": round(c.gap, 6),
+            "source": [[t, round(float(v), 6)] for t, v in zip(run.src_tokens, c.source)],
+            "target_prefix": [[t, round(float(v), 6)]
+                              for t, v in zip(run.tgt_tokens[:position + 1], c.target)]}
 
 
 def cmd_explain(args) -> int:
@@ -58,7 +108,8 @@ def cmd_explain(args) -> int:
     if args.ig_steps < 1:
         return fail("--ig-steps must be at least 1")
     try:
-        out = explain_json(ckpt, " ".join(args.sentence), args.ig_steps)
+        out = explain_json(ckpt, " ".join(args.sentence), args.ig_steps, args.contrast,
+                           args.position)
     except InputError as exc:
         return fail(str(exc))
     if args.json:
@@ -71,11 +122,18 @@ def cmd_explain(args) -> int:
     for row in out["tokens"]:
         print(f"{row['token']:<14} {row['p']:>6.3f}  {' '.join(row['most_attended']):<36} "
               f"{row['most_attributed_ig']:<12} {row['most_attributed_gxi']:<12} {row['lens_rank']}")
+    if "contrastive" in out:
+        c = out["contrastive"]
+        top = sorted(c["source"] + c["target_prefix"], key=lambda tv: -abs(tv[1]))[:3]
+        print(f"why {c['written']!r}, not {c['contrast']!r}, at position {c['position']}: "
+              f"{c['quantity']} = {c['value']:.3f}; most attributed "
+              + ", ".join(f"{t} {v:+.3f}" for t, v in top))
     return 0
 
 
 def translate_heads_off(ckpt, sentence: str, spec: str) -> str:
-    """The greedy translation with the heads of ``spec`` switched off (what ``translate --heads-off`` prints)."""
+    """The greedy translation with the heads of ``spec`` switched off (what ``translate
+    --heads-off`` prints)."""
     from transformer_viz.interpret.explain import translation_with_heads_off
     from transformer_viz.text.tokenizer import encode_source
 
@@ -97,5 +155,10 @@ def add_commands(sub) -> None:
     p.add_argument("--dtype", default="float32", choices=DTYPES, help="weights and arithmetic")
     p.add_argument("--ig-steps", type=int, default=IG_STEPS, help=f"integrated gradients' steps (default {IG_STEPS})")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--contrast", metavar="TOKEN", default=None,
+                   help="why the written token and not TOKEN: integrated gradients of the difference "
+                        "of their log-probabilities over the source and the target prefix")
+    p.add_argument("--position", type=int, default=None, metavar="N",
+                   help="--contrast's target position (default: where TOKEN is likeliest unwritten)")
     p.add_argument("sentence", nargs="+")
     p.set_defaults(func=cmd_explain)
