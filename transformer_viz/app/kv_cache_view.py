@@ -56,7 +56,7 @@ def show(sel: Selection, run) -> None:
     counts = multiply_adds(cfg, S, T)
     saved = 1 - (counts.with_cache.sum() + counts.once) / counts.without_cache.sum()
     fig = widgets.cached_figure(multiply_adds_figure, counts.with_cache, counts.without_cache, t,
-                                title="Multiply–adds per step, with and without the cache")
+                                title="Multiply–adds per step")
     widgets.chart(fig, {"step": list(range(1, T + 1)), "with cache": counts.with_cache,
                         "without cache": counts.without_cache}, "kv-cache-multiply-adds",
                   caption=f"Step {t}: {counts.with_cache[t - 1]:,} multiply–adds with the cache, "
