@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.browser import (CHART_CONTENT_JS, CHROMIUM, CHROMIUM_ARGS, COUNT_RUNS_JS, ROOT, RUN_DONE_JS,
-                                   app_pages, start_server, stop_server)
+                                   app_pages, serving)
 
 # Generous bounds: a busy 2-core machine (training in the background) can take tens of seconds per rerun.
 WAIT_MS = int(float(os.environ.get("BROWSER_TEST_TIMEOUT_S", "120")) * 1000)
@@ -50,14 +50,8 @@ def screenshot_checkpoint_root(checkpoint_dir: Path) -> Path:
 @pytest.fixture(scope="module")
 def app_url(checkpoint_dir, tmp_path_factory):
     log = tmp_path_factory.mktemp("streamlit") / "server.log"
-    try:
-        proc, url, _ = start_server(screenshot_checkpoint_root(checkpoint_dir), log_path=log, timeout_s=SERVER_START_S)
-    except RuntimeError as exc:
-        pytest.fail(f"{exc}:\n{log.read_text()[-3000:]}")
-    try:
+    with serving(screenshot_checkpoint_root(checkpoint_dir), log, SERVER_START_S) as url:
         yield url
-    finally:
-        stop_server(proc)
 
 
 @pytest.fixture(scope="module")

@@ -14,9 +14,11 @@ they run only when asked: TRANSFORMER_VIZ_LEGIBILITY=1 python -m pytest tests/br
 
 from __future__ import annotations
 
+import json
 import os
 import urllib.parse
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -31,7 +33,7 @@ from tests.browser.test_browser import (  # noqa: F401
     wait_for_run,
 )
 from tests.browser.test_browser_lecture import wait_for_lecture_step
-from tests.support.browser import COUNT_RUNS_JS, ROOT, page_url, start_server, stop_server
+from tests.support.browser import COUNT_RUNS_JS, ROOT, page_url, serving
 
 walks = pytest.mark.skipif(os.environ.get("TRANSFORMER_VIZ_LEGIBILITY") != "1",
                            reason="the legibility walks run when TRANSFORMER_VIZ_LEGIBILITY=1 (about 4 min)")
@@ -39,70 +41,9 @@ walks = pytest.mark.skipif(os.environ.get("TRANSFORMER_VIZ_LEGIBILITY") != "1",
 # The problems the walks still find, by step or page and kind, with their counts over every sentence
 # and view: asserted exactly (assert_only_known), so that a new one fails the tests and a fixed one
 # has to leave the list. Measured on Debian's Chromium with Liberation Sans.
-KNOWN_PROJECTOR: dict[tuple[str, str], int] = {
-    ('step 17 (decoder_only)', 'overlap'): 18,
-    ('step 3 (tokens)', 'overlap'): 6,
-    ('step 4 (embeddings)', 'overlap'): 35,
-    ('step 5 (positional)', 'overlap'): 2,
-    ('step 7 (scores)', 'overlap'): 2,
-}
-KNOWN_PHONE: dict[tuple[str, str], int] = {
-    ('Attention, step by step / 2. Scores, mask and softmax', 'cut'): 1,
-    ('Attention, step by step / 4. One score by hand, and a soft lookup', 'cut'): 1,
-    ('Before the Transformer: RNNs / 1 · The encoder reads', 'cut'): 2,
-    ('Before the Transformer: RNNs / 2 · The decoder writes', 'cut'): 2,
-    ('Before the Transformer: RNNs / 2 · The decoder writes', 'text under the floor'): 13,
-    ('Before the Transformer: RNNs / 3 · Attention', 'cut'): 1,
-    ('Before the Transformer: RNNs / 4 · Steps and time', 'cut'): 2,
-    ('Before the Transformer: RNNs / 5 · The bottleneck, measured', 'cut'): 2,
-    ('Before the Transformer: RNNs / 5 · The bottleneck, measured', 'overlap'): 2,
-    ('Beyond text: a Detection Transformer / 2 · Where a query looks', 'cut'): 1,
-    ('Beyond text: a Detection Transformer / 3 · Where a feature cell looks', 'cut'): 1,
-    ('Beyond text: a Vision Transformer / 1 · Patches become tokens', 'cut'): 2,
-    ('Beyond text: a Vision Transformer / 2 · [CLS] attends to the patches', 'cut'): 1,
-    ('Beyond text: a Vision Transformer / 3 · Rollout across layers', 'cut'): 1,
-    ('Complete the sentence: decoder-only models / 1 · Temperature', 'overlap'): 1,
-    ('Complete the sentence: decoder-only models / 2 · Top-k and top-p', 'overlap'): 1,
-    ('Complete the sentence: decoder-only models / 3 · Attention with the causal mask', 'cut'): 1,
-    ('Complete the sentence: decoder-only models / 4 · Two families', 'cut'): 1,
-    ('Decoder / 3 · Add & Norm (three of them)', 'cut'): 1,
-    ('Decoder / 4 · Feed-forward', 'cut'): 1,
-    ('Decoder / 4 · Feed-forward', 'overlap'): 4,
-    ('Decoder / 4 · Feed-forward', 'text under the floor'): 13,
-    ('Decoder / 5 · Output distribution', 'cut'): 1,
-    ('Decoding / 1 · Greedy decoding, step by step', 'cut'): 2,
-    ('Decoding / 2 · Greedy versus beam search', 'cut'): 1,
-    ('Decoding / 2 · Greedy versus beam search', 'overlap'): 51,
-    ('Encoder / 2 · Add & Norm', 'cut'): 1,
-    ('Encoder / 3 · Position-wise feed-forward', 'cut'): 1,
-    ('Encoder / 3 · Position-wise feed-forward', 'overlap'): 4,
-    ('Encoder / 3 · Position-wise feed-forward', 'text under the floor'): 13,
-    ('Lecture step 1 (rnn)', 'cut'): 1,
-    ('Lecture step 11 (masked_self)', 'cut'): 1,
-    ('Lecture step 14 (training)', 'cut'): 1,
-    ('Lecture step 15 (inference)', 'cut'): 1,
-    ('Lecture step 15 (inference)', 'overlap'): 3,
-    ('Lecture step 16 (heads)', 'cut'): 1,
-    ('Lecture step 18 (vit)', 'cut'): 1,
-    ('Lecture step 18 (vit)', 'text under the floor'): 65,
-    ('Lecture step 2 (lookup)', 'cut'): 1,
-    ('Lecture step 4 (embeddings)', 'overlap'): 9,
-    ('Lecture step 5 (positional)', 'overlap'): 1,
-    ('Masking lab / 1 · The causal mask, on and off', 'cut'): 1,
-    ('Masking lab / 1 · The causal mask, on and off', 'overlap'): 2,
-    ('Masking lab / 1 · The causal mask, on and off', 'text under the floor'): 26,
-    ('Masking lab / 2 · The padding mask in a batch', 'cut'): 2,
-    ('Positional encoding / 1 · The PE matrix', 'overlap'): 1,
-    ('Positional encoding / 4 · Embedding + PE', 'overlap'): 2,
-    ('Positional encoding / 5 · Word order', 'cut'): 1,
-    ('Positional encoding / 5 · Word order', 'overlap'): 21,
-    ('Tokens & embeddings / 3 · Embedding rows', 'cut'): 1,
-    ('Tokens & embeddings / 3 · Embedding rows', 'overlap'): 9,
-    ('Training', 'cut'): 2,
-    ('Training', 'text under the floor'): 13,
-    ('What does a head do? / 1 · Switch heads off', 'cut'): 1,
-    ('What does a head do? / 1 · Switch heads off', 'overlap'): 2,
-}
+KNOWN = json.loads((Path(__file__).parent / "legibility_known.json").read_text(encoding="utf-8"))
+KNOWN_PROJECTOR: dict[tuple[str, str], int] = {(where, kind): n for where, kind, n in KNOWN["projector"]}
+KNOWN_PHONE: dict[tuple[str, str], int] = {(where, kind): n for where, kind, n in KNOWN["phone"]}
 SHOTS = ROOT / "screenshots-tmp" / "legibility"
 CHECKPOINTS = ROOT / "checkpoints"
 # Two lengths in each direction; the long German one is the class sentence.
@@ -221,14 +162,8 @@ def shipped_app(tmp_path_factory):
     if not (CHECKPOINTS / "de-en" / "config.json").is_file():
         pytest.skip("the shipped checkpoints are missing")
     log = tmp_path_factory.mktemp("streamlit") / "server.log"
-    try:
-        proc, url, _ = start_server(CHECKPOINTS, log_path=log, timeout_s=SERVER_START_S)
-    except RuntimeError as exc:
-        pytest.fail(f"{exc}:\n{log.read_text()[-3000:]}")
-    try:
+    with serving(CHECKPOINTS, log, SERVER_START_S) as url:
         yield url
-    finally:
-        stop_server(proc)
 
 
 def settle(pg) -> None:

@@ -9,6 +9,8 @@ Only the standard library (and the list of pages, plain data) is imported here.
 
 from __future__ import annotations
 
+import contextlib
+
 import os
 import socket
 import subprocess
@@ -173,3 +175,19 @@ def process_tree(pids: list[int]) -> list[int]:
             seen.append(p)
             todo.extend(children(p))
     return seen
+
+
+@contextlib.contextmanager
+def serving(checkpoints: Path | None, log: Path, timeout_s: float):
+    """The app running on ``checkpoints`` for a module's browser tests: yields its address, fails the
+    test with the server's log when it does not start, stops it afterwards."""
+    import pytest
+
+    try:
+        proc, url, _ = start_server(checkpoints, log_path=log, timeout_s=timeout_s)
+    except RuntimeError as exc:
+        pytest.fail(f"{exc}:\n{log.read_text()[-3000:]}")
+    try:
+        yield url
+    finally:
+        stop_server(proc)

@@ -5,6 +5,8 @@ open."""
 
 from __future__ import annotations
 
+import functools
+
 import json
 import os
 import subprocess
@@ -133,36 +135,12 @@ def test_run_epoch_stops_at_the_deadline_and_after_step_sees_every_update():
     scaler = torch.amp.GradScaler("cuda", enabled=False)
     tc, cpu = TrainConfig(config="tiny", amp="off"), torch.device("cpu")
     state = TrainState()
-    run_epoch(
-        model,
-        model,
-        optimizer,
-        scaler,
-        batches,
-        examples,
-        tc,
-        state,
-        cpu,
-        False,
-        1,
-        deadline=time.time() - 1,
-    )
+    epoch = functools.partial(run_epoch, model, model, optimizer, scaler, batches, examples, tc, state,
+                              cpu, False, 1)
+    epoch(deadline=time.time() - 1)
     assert state.step == 0
     seen = []
-    _, tokens, _ = run_epoch(
-        model,
-        model,
-        optimizer,
-        scaler,
-        batches,
-        examples,
-        tc,
-        state,
-        cpu,
-        False,
-        1,
-        after_step=lambda st, loss, n: seen.append((st.step, n)) or st.step == 3,
-    )
+    _, tokens, _ = epoch(after_step=lambda st, loss, n: seen.append((st.step, n)) or st.step == 3)
     assert state.step == 3 and [s for s, _ in seen] == [1, 2, 3]
     assert (
         tokens == sum(n for _, n in seen) == 3 * 5 * 3
