@@ -158,3 +158,15 @@ def test_the_position_limit_is_enforced():
     with pytest.raises(ValueError, match="exceeds the model's maximum"):
         model.decode_step(torch.tensor([1]), state)
 
+
+
+def test_layouts_follow_the_model_to_another_dtype():
+    model = _model()
+    src, last = _source(1, 5, False), torch.tensor([1])
+    with torch.no_grad():
+        model.decode_step(last, model.start_state(src))  # layouts built in float32
+        model.double()
+        step = model.decode_step(last, model.start_state(src))
+        full = model(src, last[:, None])[:, -1]
+    assert step.dtype == torch.float64
+    assert torch.allclose(step, full, atol=1e-10)

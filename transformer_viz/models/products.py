@@ -36,8 +36,10 @@ _layouts: dict[tuple, tuple] = {}
 
 
 def _stamp(tensors: tuple) -> tuple:
-    """Changes when any of the tensors is replaced, moved or updated in place."""
-    return tuple([(t.data_ptr(), t._version) for t in tensors])
+    """Changes when any of the tensors is updated in place (its version counter) or the model moves to
+    another device or dtype (which gives every tensor new memory: the first one's address stands for
+    all, as one address per tensor would cost a decoding step as much again)."""
+    return (tensors[0].data_ptr(), *[t._version for t in tensors])
 
 
 def _build(key: tuple, stamp: tuple, weights: tuple, biases: tuple, transposed: bool) -> tuple:
