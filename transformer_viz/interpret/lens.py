@@ -6,6 +6,7 @@ experiment's other hooks (heads switched off, an embedding replaced) act on them
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from transformer_viz.core.hooks import Hooks, Recorder
@@ -43,3 +44,44 @@ def forward_with_streams(model: Transformer, src: torch.Tensor, tgt: torch.Tenso
     memory, src_mask = model.encode(src, hooks=hooks)
     streams = decode_streams(model, tgt, memory, src_mask, hooks)
     return lens_logits(model, streams[-1]), streams
+
+
+# --- inside a layer: the stream after each sublayer ---------------------------------------------------
+
+SUBLAYERS = ("self_attn", "cross_attn", "ffn")
+
+
+def sublayer_names(cfg) -> list[tuple[int, str, str]]:
+    """(layer, sublayer, hook point) of the decoder's stream after each sublayer and its Add & Norm:
+    Post-LN's ``norm{k}.out``; Pre-LN's stream after sublayer k is what enters the next norm (the
+    layer's output after the last one)."""
+    rows = []
+    for i in range(cfg.N):
+        if cfg.pre_ln:
+            names = [f"decoder.{i}.norm2.residual", f"decoder.{i}.norm3.residual", f"decoder.{i}.out"]
+        else:
+            names = [f"decoder.{i}.norm{k}.out" for k in (1, 2, 3)]
+        rows += [(i, sublayer, name) for sublayer, name in zip(SUBLAYERS, names)]
+    return rows
+
+
+@torch.no_grad()
+def sublayer_lens(model: Transformer, src: torch.Tensor, tgt: torch.Tensor,
+                  predicted: torch.Tensor) -> dict[str, np.ndarray]:
+    """The logit lens after every sublayer of every decoder layer ("was it cross-attention or the FFN
+    that decided?"), for one sentence pair (src (1, S), tgt (1, T)) and the tokens each position
+    predicts (T,): "p" and "rank" (N, 3, T) of the predicted token, and "kl" (N, 3, T), the KL
+    divergence from the model's output distribution to the lens's, in nats."""
+    rows = sublayer_names(model.cfg)
+    recorder = Recorder([name for _, _, name in rows])
+    final = torch.log_softmax(model(src, tgt, hooks=recorder.hooks())[0].float(), -1)  # (T, V)
+    p, rank, kl = [], [], []
+    for _, _, name in rows:
+        logp = torch.log_softmax(lens_logits(model, recorder[name])[0].float(), -1)  # (T, V)
+        chosen = logp.gather(-1, predicted[:, None])  # (T, 1)
+        p.append(chosen[:, 0].exp())
+        rank.append(1 + (logp > chosen).sum(-1))
+        kl.append((final.exp() * (final - logp)).sum(-1))
+    shape = (model.cfg.N, len(SUBLAYERS), -1)
+    return {key: torch.stack(values).view(shape).cpu().numpy()
+            for key, values in (("p", p), ("rank", rank), ("kl", kl))}
