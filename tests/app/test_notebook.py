@@ -63,14 +63,17 @@ def test_attention_every_kind_and_part_is_the_attention_pages(open_app, every_st
         rerun(at)
         shown = every_step(at, "attention_step")
         for part, name in names.items():
-            assert_same_data(shown[name], run.attention(0, 0, kind, part))
+            figure = run.figure("attention", layer=0, head=0, kind=kind, part=part)
+            assert_same_data(shown[name], figure)
 
 
 def test_heads_are_the_encoder_and_decoder_pages(open_app, open_step, run):
     at = open_app("transformer_viz/app/pages/encoder.py")
-    assert_same_data(chart(at, "encoder-head-grid"), run.heads(0, "encoder", selected=0))
+    figure = run.figure("heads", layer=0, kind="encoder", selected=0)
+    assert_same_data(chart(at, "encoder-head-grid"), figure)
     at = open_step(open_app("transformer_viz/app/pages/decoder.py"), "decoder_step", 1)
-    assert_same_data(chart(at, "decoder-cross-grid"), run.heads(0, "cross", selected=0))
+    figure = run.figure("heads", layer=0, kind="cross", selected=0)
+    assert_same_data(chart(at, "decoder-cross-grid"), figure)
 
 
 def test_positional_and_embeddings_are_their_pages(open_app, every_step, open_step, run):
@@ -123,9 +126,10 @@ def test_figures_by_name_and_plain_errors(run, tmp_path, checkpoint_dir):
                                "beam_tree"}
     assert run.figure("attention", layer=0, head=1, kind="cross").data[-1].z.shape == (len(run.tgt_tokens),
                                                                                        len(run.src_tokens))
-    for bad, message in ((lambda: run.figure("nope"), "no figure"), (lambda: run.attention(kind="x"), "kinds"),
-                         (lambda: run.attention(layer=99), "does not exist"), (lambda: run.heads(0, "z"),
-                                                                                "kinds")):
+    for bad, message in ((lambda: run.figure("nope"), "no figure"),
+                         (lambda: run.figure("attention", kind="x"), "kinds"),
+                         (lambda: run.figure("attention", layer=99), "does not exist"),
+                         (lambda: run.figure("heads", layer=0, kind="z"), "kinds")):
         with pytest.raises(ValueError, match=message):
             bad()
     with pytest.raises(CheckpointError, match="no checkpoint"):
@@ -134,6 +138,7 @@ def test_figures_by_name_and_plain_errors(run, tmp_path, checkpoint_dir):
         with pytest.raises(CheckpointError, match="not an encoder–decoder Transformer"):
             tv.load(checkpoint_dir.parent / other)
     beam_run = run.model.run(SENTENCE, beam=3)  # its own beam tree is the one a greedy run draws for K = 3
-    assert_same_data(json.loads(browser_figure(beam_run.beam_tree(3)).to_json()), run.beam_tree(3))
+    own = beam_run.figure("beam_tree", beam=3)
+    assert_same_data(json.loads(browser_figure(own).to_json()), run.figure("beam_tree", beam=3))
     with pytest.raises(ValueError, match="beam=1"):
-        beam_run.decoding_step(1)
+        beam_run.figure("decoding_step", step=1)
