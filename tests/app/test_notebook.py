@@ -1,6 +1,6 @@
-"""transformer_viz.notebook against the app: every figure the notebook gives is the one its page draws (the
-same traces with the same data arrays), on the tiny checkpoint and the same sentence; and the traced
-tensors by name."""
+"""transformer_viz.notebook: each figure is its view's (transformer_viz.views, which the pages draw
+through too), on the tiny checkpoint; the figures by name and their errors; the traced tensors by
+name."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import json
 import numpy as np
 import pytest
 
-from tests.support.apptest import SENTENCE, chart, charts, rerun
+from tests.support.apptest import SENTENCE
 from tests.support.figures import array
 from transformer_viz import notebook as tv
+from transformer_viz import views
 from transformer_viz.checkpoints import CheckpointError
 from transformer_viz.plots.payload import browser_figure
 
@@ -37,9 +38,8 @@ def _untitled(layout: dict) -> dict:
 
 
 def assert_same_data(page: dict | str, fig) -> None:
-    """The page's figure (its JSON) and the notebook's, as the browser is sent it (plots.payload), have the
-    same traces, with the same data, and the same layout but for the title's text (which may name the page's
-    choices differently)."""
+    """A figure's JSON (``page``) and a figure as the browser is sent it (plots.payload) have the
+    same traces, with the same data, and the same layout but for the title's text."""
     page = json.loads(page) if isinstance(page, str) else page
     mine = json.loads(browser_figure(fig).to_json())
     assert len(page["data"]) == len(mine["data"])
@@ -53,56 +53,22 @@ def run(checkpoint_dir):
     return tv.load(checkpoint_dir).run(SENTENCE)
 
 
-def test_attention_every_kind_and_part_is_the_attention_pages(open_app, every_step, run):
-    at = open_app("transformer_viz/app/pages/attention.py")
-    names = {"q": "attention-q", "k": "attention-k", "v": "attention-v", "scores": "attention-scores",
-             "mask": "attention-mask", "masked_scores": "attention-masked-scores", "weights": "attention-weights",
-             "heads": "attention-heads"}
-    for kind, label in tv.KINDS.items():
-        at.radio[0].set_value(label)
-        rerun(at)
-        shown = every_step(at, "attention_step")
-        for part, name in names.items():
-            assert_same_data(shown[name], run.attention(0, 0, kind, part))
-
-
-def test_heads_are_the_encoder_and_decoder_pages(open_app, open_step, run):
-    at = open_app("transformer_viz/app/pages/encoder.py")
-    assert_same_data(chart(at, "encoder-head-grid"), run.heads(0, "encoder", selected=0))
-    at = open_step(open_app("transformer_viz/app/pages/decoder.py"), "decoder_step", 1)
-    assert_same_data(chart(at, "decoder-cross-grid"), run.heads(0, "cross", selected=0))
-
-
-def test_positional_and_embeddings_are_their_pages(open_app, every_step, open_step, run):
-    at = open_app("transformer_viz/app/pages/positional.py")
-    shown = every_step(at, "positional_step")
-    assert_same_data(shown["positional-matrix"], run.figure("positional"))
-    assert_same_data(shown["positional-curves"], run.figure("positional", part="curves"))
-    assert_same_data(shown["positional-similarity"], run.figure("positional", part="similarity"))
-    assert_same_data(shown["positional-sum"], run.figure("positional", part="sum"))
-    at = open_step(at, "positional_step", 0)
-    at.radio(key="positional_columns").set_value("interleaved, as the model stores them")
-    assert_same_data(chart(rerun(at), "positional-matrix"), run.figure("positional", interleaved=True))
-    shown = every_step(open_app("transformer_viz/app/pages/tokens.py"), "tokens_step")
-    assert_same_data(shown["tokens-embedding"], run.figure("embeddings"))
-    assert_same_data(shown["tokens-cosine"], run.figure("embeddings", part="cosine"))
-
-
-def test_shapes_is_the_shapes_pages(open_app, run):
-    at = open_app("transformer_viz/app/pages/shapes.py")
-    assert_same_data(chart(at, "shapes-flow-loaded"), run.figure("shapes"))
-
-
-def test_decoding_steps_and_beam_tree_are_the_decoding_pages(open_app, open_step, run):
-    at = open_app("transformer_viz/app/pages/decoding.py")
-    for step in (1, 2):
-        for part, name in (("topk", "decoding-topk"), ("mask", "decoding-mask"), ("cross", "decoding-cross-row")):
-            assert_same_data(chart(at, name), run.figure("decoding_step", step=step, part=part))
-        at.button(key="decoding_next").click()
-        rerun(at)
-    at = open_step(at, "decoding_step", 1)
-    assert_same_data(chart(at, "decoding-beam-tree"), run.figure("beam_tree", beam=3))
-    assert "decoding-beam-tree" in charts(at)
+def test_each_figure_is_its_views_figure(run):
+    """Run.figure(name, **options) draws views.VIEWS[name] on the run with those options: the
+    notebook adds the tokenizer and the beam search, and no figure of its own."""
+    to_tokens = run.model.tokens
+    beam_run = run.model.run(SENTENCE, beam=3).result
+    calls = (("attention", {"layer": 1, "head": 1, "kind": "cross", "part": "q"}, {}),
+             ("attention", {"kind": "decoder", "part": "weights"}, {}),
+             ("heads", {"layer": 0, "kind": "encoder", "selected": 1}, {}),
+             ("positional", {"part": "curves", "dims": [0, 3]}, {}),
+             ("embeddings", {"part": "cosine"}, {}),
+             ("shapes", {}, {}),
+             ("decoding_step", {"step": 2, "part": "topk"}, {"id_to_tokens": to_tokens}),
+             ("beam_tree", {"beam": 3}, {"id_to_tokens": to_tokens, "search": lambda k: beam_run}))
+    for name, options, supplied in calls:
+        spec = views.VIEWS[name](run.result, **options, **supplied)
+        assert run.figure(name, **options).to_json() == spec.figure().to_json(), name
 
 
 def test_tensors_by_their_documented_names(run):
@@ -123,9 +89,10 @@ def test_figures_by_name_and_plain_errors(run, tmp_path, checkpoint_dir):
                                "beam_tree"}
     assert run.figure("attention", layer=0, head=1, kind="cross").data[-1].z.shape == (len(run.tgt_tokens),
                                                                                        len(run.src_tokens))
-    for bad, message in ((lambda: run.figure("nope"), "no figure"), (lambda: run.attention(kind="x"), "kinds"),
-                         (lambda: run.attention(layer=99), "does not exist"), (lambda: run.heads(0, "z"),
-                                                                                "kinds")):
+    for bad, message in ((lambda: run.figure("nope"), "no figure"),
+                         (lambda: run.figure("attention", kind="x"), "kinds"),
+                         (lambda: run.figure("attention", layer=99), "does not exist"),
+                         (lambda: run.figure("heads", layer=0, kind="z"), "kinds")):
         with pytest.raises(ValueError, match=message):
             bad()
     with pytest.raises(CheckpointError, match="no checkpoint"):
@@ -134,6 +101,7 @@ def test_figures_by_name_and_plain_errors(run, tmp_path, checkpoint_dir):
         with pytest.raises(CheckpointError, match="not an encoder–decoder Transformer"):
             tv.load(checkpoint_dir.parent / other)
     beam_run = run.model.run(SENTENCE, beam=3)  # its own beam tree is the one a greedy run draws for K = 3
-    assert_same_data(json.loads(browser_figure(beam_run.beam_tree(3)).to_json()), run.beam_tree(3))
+    own = beam_run.figure("beam_tree", beam=3)
+    assert_same_data(json.loads(browser_figure(own).to_json()), run.figure("beam_tree", beam=3))
     with pytest.raises(ValueError, match="beam=1"):
-        beam_run.decoding_step(1)
+        beam_run.figure("decoding_step", step=1)

@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("interop",),  # transformers export, CTranslate2
     ("training",),  # losses' use, schedules, one trainer per family
     ("engine",),  # one sentence through a loaded model, traced
+    ("views",),  # a run and options -> a figure spec (plot, arguments, CSV data), for every client
     ("app", "cli", "notebook"),  # the clients (notebook: the figures in Jupyter, transformer_viz/notebook.py)
 )
 LAYER_OF = {package: rank for rank, packages in enumerate(LAYERS) for package in packages}

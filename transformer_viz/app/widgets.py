@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+# The CSV layouts live with the views, which build most figures' data; the pages that build
+# their own tables use them from here.
+from transformer_viz.views.tables import long_form, row_names, token_frame  # noqa: F401
+
 # The figure's own template (plots.common) gives its look, not Streamlit's theme; the toolbar shows on
 # hover (on a touch screen: after a tap), so it does not sit over a chart's title.
 CHART_CONFIG = {"displaylogo": False, "displayModeBar": "hover", "scrollZoom": False}
@@ -33,6 +37,12 @@ def chart(fig, data, name: str, caption: str | None = None) -> None:
         st.caption(caption)
 
 
+def view_chart(spec, name: str, caption: str | None = None) -> None:
+    """A view's figure (a views.FigureSpec), built once per input (:func:`cached_figure`), with its
+    data as the CSV download."""
+    chart(cached_figure(spec.plot, *spec.args, **spec.kwargs), spec.data, name, caption)
+
+
 def cached_figure(factory, *args, **kwargs):
     """``factory(*args, **kwargs)``, built once per input and shared by every session: plotly figures are
     slow to build, and no page changes one once built (``st.plotly_chart`` only reads it)."""
@@ -46,32 +56,6 @@ def _cached_figure(_factory, factory_name: str, *args, **kwargs):
     from transformer_viz.plots.payload import browser_figure
 
     return browser_figure(_factory(*args, **kwargs))
-
-
-def row_names(tokens: list[str]) -> list[str]:
-    """Position and token ("3 ▁Hund") as row and column names of a CSV download: the figures' labels
-    (plots.token_labels) without their HTML escaping, since a CSV is data, not markup."""
-    return [f"{i} {t}" for i, t in enumerate(tokens)]
-
-
-def token_frame(values, row_tokens: list[str], col_tokens: list[str] | None = None):
-    """A matrix whose rows (and columns) are tokens, for a CSV download: rows and columns named as in
-    :func:`row_names`; −∞ is written as -inf."""
-    import numpy as np
-    import pandas as pd
-
-    return pd.DataFrame(np.asarray(values), index=row_names(row_tokens),
-                        columns=row_names(col_tokens) if col_tokens is not None else None)
-
-
-def long_form(row_labels: list[str], col_labels: list[str], values: dict, names: tuple[str, str] = ("query", "key")):
-    """Matrices of (rows × columns) as a CSV with one line per cell: the row's label, the column's label and
-    each matrix's value there (``values``: column name -> matrix), the layout a spreadsheet filters."""
-    import numpy as np
-
-    row, col = names
-    return {row: np.repeat(row_labels, len(col_labels)), col: np.tile(col_labels, len(row_labels)),
-            **{name: np.ravel(matrix) for name, matrix in values.items()}}
 
 
 def escape_markdown(text: str) -> str:

@@ -5,7 +5,6 @@ the figure, for a screen or a projector."""
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -25,15 +24,7 @@ from transformer_viz.plots import training as training_plots
 from transformer_viz.plots.common import projector_layout, token_labels
 from transformer_viz.text.analysis import beam_tree_data
 from transformer_viz.training.schedule import learning_rate
-
-
-@dataclass(frozen=True)
-class FigureSpec:
-    """A figure to draw: its plot function, the function's arguments, and the figure's data for a CSV."""
-    plot: Callable[..., go.Figure]
-    args: tuple = ()
-    kwargs: dict = field(default_factory=dict)
-    data: dict = field(default_factory=dict)
+from transformer_viz.views import FigureSpec
 
 
 def lr_curve(d_model: int, warmup: int, factor: float, total_steps: int,

@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from transformer_viz import views
 from transformer_viz.app import frame, steps, widgets
 from transformer_viz.plots import attention as plots
 from transformer_viz.text.analysis import softmax
@@ -16,15 +17,13 @@ cfg = run.config
 d_k = cfg.d_k
 kind = st.radio("Which attention", list(plots.ATTENTION_KINDS), horizontal=True,
                 help="Layer and head are chosen in the sidebar.")
-template, q_side, k_side = plots.ATTENTION_KINDS[kind]
-prefix = template.format(layer=sel.layer)
-q_tokens = run.src_tokens if q_side == "src" else run.tgt_tokens
-k_tokens = run.src_tokens if k_side == "src" else run.tgt_tokens
-Lq, Lk = len(q_tokens), len(k_tokens)
 # q (Lq, d_k), k and v (Lk, d_k), scores, mask, masked scores and weights (Lq, Lk), heads (Lq, d_k)
-arrays = plots.head_arrays(run.trace, prefix, sel.head, Lq, Lk)
+head = views.attention_head(run, sel.layer, sel.head, views.KIND_OF_LABEL[kind])
+prefix, q_tokens, k_tokens, arrays = head.prefix, head.q_tokens, head.k_tokens, head.arrays
+q_side = plots.ATTENTION_KINDS[kind][1]
+Lq, Lk = len(q_tokens), len(k_tokens)
 q, k, v, scores, mask = (arrays[n] for n in ("q", "k", "v", "scores", "mask"))
-masked, weights, heads = arrays["masked_scores"], arrays["weights"], arrays["heads"]
+weights = arrays["weights"]
 
 st.latex(r"\text{Attention}(Q, K, V) = \text{softmax}\Big(\frac{QK^\top}{\sqrt{d_k}} + M\Big)V,\qquad "
          r"d_k = d_{model}/h = %d/%d = %d,\ \sqrt{d_k} = %.4g" % (cfg.d_model, cfg.h, d_k, np.sqrt(d_k)))
@@ -48,13 +47,10 @@ if qkv_tab.open:
             side = "decoder" if q_side == "tgt" else "encoder"
             sources = (f"One source: queries, keys and values are three projections of the same X, the input of "
                        f"this {side} layer's self-attention.")
-        # One symmetric colour range for Q, K and V, so that one colour means one number in all three.
-        bound = float(max(np.abs(q).max(), np.abs(k).max(), np.abs(v).max()))
-        for name, values, tokens in (("Q", q, q_tokens), ("K", k, k_tokens), ("V", v, k_tokens)):
-            fig = widgets.cached_figure(plots.vectors_heatmap, values, tokens, f"{name} (head {sel.head})",
-                                        "query token" if name == "Q" else "key token", bound=bound)
-            widgets.chart(fig, widgets.token_frame(values, tokens), f"attention-{name.lower()}")
-            if name == "Q":  # said under the first figure, which a projector then shows on its first screen
+        for name in ("q", "k", "v"):
+            widgets.view_chart(views.attention_part(head, name), f"attention-{name}")
+            # said under the first figure, which a projector then shows on its first screen
+            if name == "q":
                 st.markdown(sources)
                 st.caption("Each projection is an nn.Linear, so it adds a bias b, as written here; the paper "
                            "writes XW without it. W^(i) and b^(i) are head i's d_k columns of the d_model × "
@@ -63,20 +59,16 @@ if qkv_tab.open:
 if scores_tab.open:
     with scores_tab:
         st.latex(r"S = \frac{QK^\top}{\sqrt{%d}} \in \mathbb{R}^{%d \times %d}" % (d_k, Lq, Lk))
-        fig = widgets.cached_figure(plots.scores_heatmap, scores, q_tokens, k_tokens, "raw scores QKᵀ/√d_k")
-        widgets.chart(fig, widgets.token_frame(scores, q_tokens, k_tokens), "attention-scores")
+        widgets.view_chart(views.attention_part(head, "scores"), "attention-scores")
         n_masked = int((~mask).sum())
         mask_kind = {"Encoder self-attention": "padding only (no key is padding in a single sentence)",
                      "Decoder masked self-attention": "causal: query t may attend to keys ≤ t (and no padding)",
                      "Decoder cross-attention": "padding of the source only"}[kind]
         st.markdown(f"Mask: {mask_kind}. {n_masked} of {Lq * Lk} cells are masked.")
-        fig = widgets.cached_figure(plots.mask_heatmap, mask, q_tokens, k_tokens)
-        widgets.chart(fig, widgets.token_frame(np.where(mask, 0.0, -np.inf), q_tokens, k_tokens), "attention-mask")
-        fig = widgets.cached_figure(plots.scores_heatmap, masked, q_tokens, k_tokens, "masked scores S + M (−∞ grey)")
-        widgets.chart(fig, widgets.token_frame(masked, q_tokens, k_tokens), "attention-masked-scores")
+        widgets.view_chart(views.attention_part(head, "mask"), "attention-mask")
+        widgets.view_chart(views.attention_part(head, "masked_scores"), "attention-masked-scores")
         st.latex(r"w_{ij} = \frac{e^{s_{ij}}}{\sum_{j'} e^{s_{ij'}}},\qquad e^{-\infty} = 0")
-        fig = widgets.cached_figure(plots.weights_heatmap, weights, q_tokens, k_tokens, masked=~mask)
-        widgets.chart(fig, widgets.token_frame(weights, q_tokens, k_tokens), "attention-weights")
+        widgets.view_chart(views.attention_part(head, "weights"), "attention-weights")
 
 if sum_tab.open:
     with sum_tab:
@@ -84,9 +76,7 @@ if sum_tab.open:
                  r"\text{MultiHead} = \text{Concat}(\text{head}_0, \dots, \text{head}_{%d})\, W_O"
                  % (sel.head, Lq, d_k, cfg.h - 1))
         st.caption("A is the matrix of attention weights from step 2 (softmax of the masked scores).")
-        fig = widgets.cached_figure(plots.vectors_heatmap, heads, q_tokens, f"head {sel.head} = weights · V",
-                                    "query token")
-        widgets.chart(fig, widgets.token_frame(heads, q_tokens), "attention-heads")
+        widgets.view_chart(views.attention_part(head, "heads"), "attention-heads")
 
 if worked_tab.open:
     with worked_tab:

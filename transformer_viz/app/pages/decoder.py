@@ -4,10 +4,11 @@ and the output distribution over the vocabulary at one target position."""
 import numpy as np
 import streamlit as st
 
+from transformer_viz import views
 from transformer_viz.app import frame, loaders, sections, steps, widgets
 from transformer_viz.plots.common import token_labels
 from transformer_viz.plots.decoding import topk_figure
-from transformer_viz.plots.layers import attention_map, head_grid, masked_attention_figure
+from transformer_viz.plots.layers import attention_map, masked_attention_figure
 
 TOP_K = 10
 
@@ -61,11 +62,8 @@ if cross_tab.open:
     with cross_tab:
         st.latex(r"\mathrm{softmax}\Big(\frac{(y' W_Q)(m W_K)^\top}{\sqrt{d_k}}\Big)(m W_V):\quad "
                  r"(T \times S) = (%d \times %d) \text{ weights per head}" % (T, S))
+        widgets.view_chart(views.heads(run, i, "cross", selected=j), "decoder-cross-grid")
         cross = trace[f"{prefix}.cross_attn.weights"][0].numpy()  # (h, T, S)
-        fig = widgets.cached_figure(head_grid, cross, src_labels, tgt_labels, selected=j,
-                                    title=f"Layer {i}: cross-attention, all {cfg.h} heads "
-                                          "(row = target token, column = source token)")
-        widgets.chart(fig, {f"head {k}": cross[k].ravel() for k in range(cfg.h)}, "decoder-cross-grid")
         fig = widgets.cached_figure(attention_map, cross[j], src_labels, tgt_labels, x_title="source token (key)",
                                     y_title="target token (query)", title=f"Layer {i}, head {j}: cross-attention")
         widgets.chart(fig, widgets.long_form(tgt_labels, src_labels, {"weight": cross[j]}, ("target", "source")),

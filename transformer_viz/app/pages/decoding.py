@@ -1,12 +1,11 @@
 """Decoding: the translation written one token at a time (greedy, step by step), and beam search."""
 
-import numpy as np
 import streamlit as st
 
+from transformer_viz import views
 from transformer_viz.app import frame, kv_cache_view, loaders, sections, steps, widgets
-from transformer_viz.plots.common import token_labels, token_text
-from transformer_viz.plots.decoding import attention_row_figure, beam_tree_figure, causal_mask_figure, topk_figure
-from transformer_viz.text.analysis import beam_tree_data, step_candidates
+from transformer_viz.plots.common import token_text
+from transformer_viz.text.analysis import step_candidates
 
 STEPS_KEY = "_decoding_steps"  # {(checkpoint, sentence): step}, so each sentence keeps its own place
 
@@ -21,10 +20,10 @@ sel, run = frame.page_header(
     r"\hat y_t = \arg\max_v P(v \mid \hat y_{<t}, x),\qquad "
     r"\text{final rank}(y) = \sum_t \log P(y_t \mid y_{<t}, x)\ \big/\ \Big(\frac{5 + |y|}{6}\Big)^{\alpha}")
 
-cfg, trace, i, j = run.config, run.trace, sel.layer, sel.head
+i, j = sel.layer, sel.head
 ckpt = loaders.get_checkpoint(sel.checkpoint)
 tokenizer = ckpt.tokenizer
-n_steps = min(len(run.decoding.steps), len(run.tgt_ids))
+n_steps = views.steps_shown(run)
 key = (sel.checkpoint, run.source_text)
 
 greedy_tab, beam_tab, cache_tab = steps.tabs([
@@ -39,9 +38,7 @@ if greedy_tab.open:
 
         candidates = step_candidates(run.decoding.steps[t - 1], tokenizer.convert_ids_to_tokens)
         inputs = run.tgt_tokens[:t]
-        labels = token_labels(inputs)
-        top_ids, top_probs, chosen_id = candidates["ids"], candidates["probs"], candidates["chosen_id"]
-        chosen_token = candidates["chosen_token"]
+        chosen_id, chosen_token = candidates["chosen_id"], candidates["chosen_token"]
         inputs_col, chosen_col, prob_col = st.columns([2, 1, 1])  # one row: the figures start on the first screen
         with inputs_col:
             widgets.show_user_text(f"Decoder input at step {t} (<s> + {t - 1} generated)",
@@ -53,24 +50,19 @@ if greedy_tab.open:
         prob_col.latex(r"P(\hat y_{%d} \mid \hat y_{<%d}, x) = %.4f" % (t, t, candidates["chosen_prob"]))
 
         left, right = st.columns(2)
+        options = {"step": t, "layer": i, "head": j,
+                   "id_to_tokens": tokenizer.convert_ids_to_tokens}
         with left:
-            fig = widgets.cached_figure(causal_mask_figure, labels, title=f"Causal mask at step {t}: {t}×{t}")
-            widgets.chart(fig, widgets.long_form(labels, labels, {"may attend": np.tril(np.ones((t, t), dtype=bool))}),
-                          "decoding-mask", caption="At step 1 the only input is <s>: the mask is a single cell, <s> "
-                                                   "attending to itself." if t == 1 else None)
+            single = ("At step 1 the only input is <s>: the mask is a single cell, <s> attending "
+                      "to itself.")
+            widgets.view_chart(views.decoding_step(run, part="mask", **options), "decoding-mask",
+                               caption=single if t == 1 else None)
         with right:
-            top_tokens, chosen = candidates["tokens"], candidates["chosen"]
-            fig = widgets.cached_figure(topk_figure, top_tokens, top_probs, chosen=chosen,
-                                        title=f"Top {len(top_ids)} candidates at step {t}")
-            widgets.chart(fig, {"token": top_tokens, "id": top_ids, "probability": top_probs}, "decoding-topk")
-
-        src_labels = token_labels(run.src_tokens)
-        row = trace[f"decoder.{i}.cross_attn.weights"][0, j, t - 1].numpy()  # (S,)
-        fig = widgets.cached_figure(attention_row_figure, row, src_labels,
-                                    title=f"Cross-attention of the newest position ({labels[-1]}), layer {i}, head {j}")
-        widgets.chart(fig, {"source": src_labels, "weight": row}, "decoding-cross-row",
-                      caption="Taken from the teacher-forced pass over the finished translation: thanks to the causal "
-                              "mask, row t there equals what the decoder computed at step t.")
+            widgets.view_chart(views.decoding_step(run, part="topk", **options), "decoding-topk")
+        widgets.view_chart(views.decoding_step(run, part="cross", **options), "decoding-cross-row",
+                           caption="Taken from the teacher-forced pass over the finished "
+                                   "translation: thanks to the causal mask, row t there equals "
+                                   "what the decoder computed at step t.")
         st.subheader("What if the model had chosen another word?", anchor=False)
         sections.what_if(sel, run, "decoding_what_if")
 
@@ -105,15 +97,12 @@ if beam_tab.open:
         if beam_run.translation == run.translation:
             st.caption("Here both find the same translation.")
 
-        tree = beam_tree_data(beam_run.decoding.steps, beam_run.decoding.tokens[0], tokenizer.convert_ids_to_tokens)
-        text, parents, scores, finished = tree["text"], tree["parents"], tree["scores"], tree["finished"]
-        fig = widgets.cached_figure(beam_tree_figure, text, parents, scores, finished, best_beam=tree["best_beam"],
-                                    title=f"Beam tree, K = {K}: a line from each hypothesis to the one it extends")
-        widgets.chart(fig, widgets.long_form(list(range(1, len(text) + 1)), list(range(K)),
-                                             {"token": text, "parent": parents, "log P": scores, "finished": finished},
-                                             ("step", "beam")), "decoding-beam-tree",
-                      caption="Squares are finished hypotheses (they produced </s>); hover a node for its token and "
-                              "cumulative log-probability. Finished hypotheses are carried along unchanged, not drawn again.")
+        tree = views.beam_tree(run, K, id_to_tokens=tokenizer.convert_ids_to_tokens,
+                               search=lambda _: beam_run)
+        widgets.view_chart(tree, "decoding-beam-tree",
+                           caption="Squares are finished hypotheses (they produced </s>); hover a "
+                                   "node for its token and cumulative log-probability. Finished "
+                                   "hypotheses are carried along unchanged, not drawn again.")
 
 if cache_tab.open:
     with cache_tab:

@@ -3,9 +3,10 @@ and the feed-forward network's ReLU activations."""
 
 import streamlit as st
 
+from transformer_viz import views
 from transformer_viz.app import frame, sections, steps, widgets
 from transformer_viz.plots.common import token_labels
-from transformer_viz.plots.layers import attention_map, head_grid
+from transformer_viz.plots.layers import attention_map
 
 sel, run = frame.page_header(
     "Each of the N encoder layers does the same two things to every source position: **multi-head "
@@ -31,10 +32,9 @@ if attention_tab.open:
         weights = run.trace[f"encoder.{i}.self_attn.weights"][0].numpy()  # (h, S, S)
         st.latex(r"\mathrm{head}_j = \mathrm{softmax}\!\Big(\frac{Q_j K_j^\top}{\sqrt{d_k}}\Big) V_j,\quad "
                  r"d_k = d_{model}/h = %d/%d = %d" % (cfg.d_model, cfg.h, cfg.d_k))
-        fig = widgets.cached_figure(head_grid, weights, labels, labels, selected=j,
-                                    title=f"Layer {i}: all {cfg.h} heads (row = query, column = key)")
-        widgets.chart(fig, {f"head {k}": weights[k].ravel() for k in range(cfg.h)}, "encoder-head-grid",
-                      caption="One small map per head; every row sums to 1. Hover for the exact weight.")
+        widgets.view_chart(views.heads(run, i, "encoder", selected=j), "encoder-head-grid",
+                           caption="One small map per head; every row sums to 1. Hover for the "
+                                   "exact weight.")
         fig = widgets.cached_figure(attention_map, weights[j], labels, labels, title=f"Layer {i}, head {j}")
         widgets.chart(fig, widgets.long_form(labels, labels, {"weight": weights[j]}), "encoder-head")
 

@@ -6,17 +6,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from transformer_viz import views
 from transformer_viz.app import frame, loaders, steps, widgets
-from transformer_viz.models.transformer import sinusoidal_positional_encoding
 from transformer_viz.plots import positional as plots
 from transformer_viz.text.tokenizer import InputError
 
 BASES = [100, 300, 1000, 3000, 10000, 30000, 100000]
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def pe_matrix(length: int, d_model: int, base: float) -> np.ndarray:
-    return sinusoidal_positional_encoding(length, d_model, base).numpy()
 
 
 @st.cache_data(show_spinner="Running the reversed sentence…", max_entries=64)
@@ -47,10 +42,11 @@ left, right = st.columns(2)
 base = float(left.select_slider("base", options=BASES, value=int(cfg.pe_base) if int(cfg.pe_base) in BASES else 10000,
                                 help="The paper uses 10000. Other values are for exploring only: the model "
                                      f"was trained with base {cfg.pe_base:g}."))
-length = int(right.slider("Positions shown", min_value=2, max_value=cfg.max_len, value=min(cfg.max_len, max(S, 50))))
+length = int(right.slider("Positions shown", min_value=2, max_value=cfg.max_len,
+                          value=views.default_length(run)))
 if base != cfg.pe_base:
     st.info(f"Exploring base {base:g}; the model itself (and steps 4–5) uses base {cfg.pe_base:g}.")
-pe = pe_matrix(length, d_model, base)
+chosen = {"length": length, "base": base}  # the options of steps 1–3
 
 matrix_tab, curves_tab, similarity_tab, sum_tab, order_tab = steps.tabs([
     "1 · The PE matrix",
@@ -64,10 +60,8 @@ if matrix_tab.open:
     with matrix_tab:
         grouped = st.radio("Columns", ["sin and cos halves side by side", "interleaved, as the model stores them"],
                            horizontal=True, key="positional_columns") == "sin and cos halves side by side"
-        title = f"PE, {length} positions × d_model = {d_model} (base {base:g})"
-        # The formula is unchanged: grouping only reorders the columns, so the view has no moiré.
-        fig = widgets.cached_figure(plots.pe_halves_heatmap if grouped else plots.pe_heatmap, pe, title)
-        widgets.chart(fig, pd.DataFrame(pe), "positional-matrix")
+        matrix = views.positional(run, "matrix", interleaved=not grouped, **chosen)
+        widgets.view_chart(matrix, "positional-matrix")
         shown_bases = sorted({100.0, 1000.0, 10000.0, 100000.0, base})
         fig = widgets.cached_figure(plots.wavelength_figure, d_model, shown_bases, base)
         widgets.chart(fig, pd.DataFrame({f"base {b:g}": plots.wavelengths(d_model, b) for b in shown_bases}),
@@ -75,13 +69,13 @@ if matrix_tab.open:
 
 if curves_tab.open:
     with curves_tab:
-        # Fast, medium and slow waves: wavelength 2π, 2π·base^(1/8) and 2π·base^(1/2) positions.
-        defaults = sorted({0, 1, d_model // 8, d_model // 2})
-        dims = st.multiselect("Dimensions", list(range(d_model)), default=defaults)
+        dims = st.multiselect("Dimensions", list(range(d_model)),
+                              default=views.default_dims(d_model))
         if dims:
-            fig = widgets.cached_figure(plots.pe_curves_figure, pe, dims, d_model, base)
-            widgets.chart(fig, pd.DataFrame({f"dim {d}": pe[:, d] for d in dims}), "positional-curves",
-                          caption="Lines: the formula evaluated between positions. Markers: the rows of the PE matrix.")
+            curves = views.positional(run, "curves", dims=dims, **chosen)
+            widgets.view_chart(curves, "positional-curves",
+                               caption="Lines: the formula evaluated between positions. Markers: "
+                                       "the rows of the PE matrix.")
 
 if similarity_tab.open:
     with similarity_tab:
@@ -91,10 +85,8 @@ if similarity_tab.open:
                  r"\lVert PE_p \rVert^2 = d_{model}/2 = %d" % (base, d_model, d_model // 2))
         st.markdown("The dot product depends only on the distance p − q: nearby positions look alike, and the "
                     "pattern is the same along every diagonal.")
-        similarity = plots.position_similarity(pe, kind)
-        fig = widgets.cached_figure(plots.position_similarity_heatmap, similarity, kind,
-                                    f"PE_p · PE_q ({kind}), base {base:g}")
-        widgets.chart(fig, pd.DataFrame(similarity), "positional-similarity")
+        similarity = views.positional(run, "similarity", kind=kind, **chosen)
+        widgets.view_chart(similarity, "positional-similarity")
 
 if sum_tab.open:
     with sum_tab:
@@ -103,8 +95,7 @@ if sum_tab.open:
                  r"\overline{\lVert E\sqrt{d_{model}} \rVert} = %.3f,\quad \lVert PE_{pos} \rVert = \sqrt{%d/2} = %.3f"
                  % (d_model, mean_norm, d_model, math.sqrt(d_model / 2)))
         parts = {"embedding": embedding, "positional": positional, "input": total}
-        fig = widgets.cached_figure(plots.embedding_plus_pe_figure, embedding, positional, total, run.src_tokens)
-        widgets.chart(fig, pd.concat({name: pd.DataFrame(part) for name, part in parts.items()}), "positional-sum")
+        widgets.view_chart(views.positional(run, "sum"), "positional-sum")
         fig = widgets.cached_figure(plots.norms_figure, embedding, positional, total, run.src_tokens)
         widgets.chart(fig, pd.DataFrame({"token": widgets.row_names(run.src_tokens),
                                          **{name: np.linalg.norm(part, axis=-1) for name, part in parts.items()}}),

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from transformer_viz import engine
+from transformer_viz import engine, views
 from transformer_viz.app import frame, widgets
 from transformer_viz.models.transformer_names import trace_names
 from transformer_viz.plots import shapes as plots
@@ -53,11 +53,9 @@ names = trace_names(max(cfg["N"], base_cfg["N"]))
 
 st.subheader(f"Loaded model: {widgets.escape_markdown(sel.checkpoint)}")
 st.latex(dims_latex(cfg, S, T))
-loaded_steps = plots.flow_steps(loaded_shapes, names)
-st.latex(flow_latex(loaded_steps))
-fig = widgets.cached_figure(plots.shape_flow_figure, loaded_steps,
-                            "Loaded model, layer 0 (every layer has the same shapes)")
-widgets.chart(fig, pd.DataFrame(loaded_steps), "shapes-flow-loaded", caption=DIAGRAM_CAPTION)
+loaded_flow = views.shapes(run)
+st.latex(flow_latex(loaded_flow.data))
+widgets.view_chart(loaded_flow, "shapes-flow-loaded", caption=DIAGRAM_CAPTION)
 
 st.subheader("The paper's base model (random weights)")
 V, d = base_cfg["vocab_size"], base_cfg["d_model"]
@@ -71,10 +69,9 @@ st.markdown(
     f"embedding matrix that source, target and output projection share: V · d_model = V · {d}, so the count is "
     f"{base_parameters - V * d:,} + {d}·V, e.g. {base_parameters - V * d + 37000 * d:,} for V = 37,000.")
 st.latex(dims_latex(base_cfg, S_base, T_base))
-base_steps = plots.flow_steps(base_shapes, names)
-st.latex(flow_latex(base_steps))
-fig = widgets.cached_figure(plots.shape_flow_figure, base_steps, "Paper base model, layer 0")
-widgets.chart(fig, pd.DataFrame(base_steps), "shapes-flow-base")
+base_flow = views.shape_flow(base_shapes, base_cfg["N"], "Paper base model, layer 0")
+st.latex(flow_latex(base_flow.data))
+widgets.view_chart(base_flow, "shapes-flow-base")
 
 st.subheader("Every traced tensor")
 st.markdown("One row per name recorded in the forward pass (see docs/trace_names.md). "

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from transformer_viz import views
 from transformer_viz.app import frame, loaders, steps, widgets
 from transformer_viz.plots import embeddings as plots
 from transformer_viz.plots.common import WORD_START, token_text
@@ -72,9 +73,7 @@ if embedding_tab.open:
     with embedding_tab:
         st.markdown(f"Each row is one token's vector: its ID selects row E[id] of the {V} × {d_model} matrix "
                     "(tied: the same matrix embeds the target and projects to the output vocabulary).")
-        fig = widgets.cached_figure(plots.embedding_heatmap, embedding, tokens,
-                                    "src.embedding = E[id]·√d_model  (S × d_model)")
-        widgets.chart(fig, widgets.token_frame(embedding, tokens), "tokens-embedding")
+        widgets.view_chart(views.embeddings(run, "rows"), "tokens-embedding")
 
 if scaling_tab.open:
     with scaling_tab:
@@ -95,9 +94,7 @@ if similarity_tab.open:
     with similarity_tab:
         st.latex(r"\cos(x_i, x_j) = \frac{x_i \cdot x_j}{\lVert x_i \rVert\, \lVert x_j \rVert}"
                  r"\quad\text{(the factor }\sqrt{d_{model}}\text{ cancels)}")
-        similarity = plots.cosine_similarity_matrix(embedding)
-        fig = widgets.cached_figure(plots.cosine_heatmap, similarity, tokens, "Cosine similarity of the embedding rows")
-        widgets.chart(fig, widgets.token_frame(similarity, tokens, tokens), "tokens-cosine")
+        widgets.view_chart(views.embeddings(run, "cosine"), "tokens-cosine")
 
 if neighbours_tab.open:
     with neighbours_tab:
