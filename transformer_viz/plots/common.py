@@ -43,7 +43,9 @@ ALLOWED_COLOUR = "#6baed6"  # cells a mask lets through
 BLUE, LIGHT_BLUE = "#3182bd", "#9ecae1"  # the main series, and its "before" or secondary twin
 ORANGE, LIGHT_ORANGE = "#e6550d", "#fdae6b"  # what is pointed out: the chosen token, the peak, an overall line
 GREEN = "#31a354"  # one query's weights, the probability of the expected token
-PURPLE = "#756bb1"
+# Reddish purple (Okabe and Ito's): the blue-purple it replaces looked like BLUE to a red-green colour-blind
+# reader (ΔE 5 under protanopia and deuteranopia; tests/unit/test_colour_vision.py).
+PURPLE = "#cc79a7"
 POSITIVE, NEGATIVE = "#2166ac", "#b2182b"  # signed bars: the two ends of DIVERGING
 INK, OUTLINE, ARROW, GUIDE, FAINT = "#333", "#555", "#888", "#999", "#bbb"  # greys, darkest first
 # The blocks of the architecture, wherever they are drawn.
