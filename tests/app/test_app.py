@@ -3,6 +3,8 @@ Each page's own behaviour is tested in tests/test_page_<page>.py."""
 
 from __future__ import annotations
 
+import re
+
 from tests.support.apptest import SENTENCE, charts, rerun
 from transformer_viz.app.navigation import DEFAULT_PAGE, PAGES
 
@@ -52,3 +54,15 @@ def test_pages_follow_the_lecture_and_students_get_the_viewer_toolbar():
     # "viewer" hides the Deploy button; the option must be one the installed Streamlit knows
     assert settings["client"]["toolbarMode"] == "viewer"
     assert "client.toolbarMode" in config.get_config_options()
+
+
+def test_every_chart_of_every_page_has_its_sentence_for_screen_readers(make_app):
+    at = rerun(make_app())
+    for page in PAGES:
+        at.switch_page(page.file)
+        rerun(at)
+        sentences = [h.proto.body for h in at.get("html") if 'class="chart-alt"' in h.proto.body]
+        assert len(sentences) == len(charts(at)), page.file
+        # each names a kind of chart and, for a chart of values, a number
+        assert all(re.search(r"heatmap|bar chart|line chart|diagram", s) for s in sentences), sentences
+        assert all(re.search(r"\d", s) for s in sentences if "diagram" not in s), page.file

@@ -10,6 +10,10 @@ SCROLL_CUE = ('content: "⇆ Swipe sideways: this figure is wider than the scree
               "background: #fff3cd; border-radius: 4px;")
 # Style-only HTML takes no room on the page (Streamlit puts it out of the flow).
 PAGE_CSS = """<style>
+/* Each chart's sentence for screen readers (widgets.chart): read aloud, never drawn, and out of the
+   page's flow so that it adds no gap. */
+[data-testid="stElementContainer"]:has(.chart-alt) { position: absolute; width: 1px; height: 1px;
+  overflow: hidden; clip-path: inset(50%); margin: 0; padding: 0; }
 /* A projector shows 720 px: less empty space above a smaller title, so that the main figure starts on
    the first screen. */
 [data-testid="stMainBlockContainer"] { padding-top: 3.75rem; }  /* just below the 3.75rem header bar */

@@ -4,6 +4,8 @@ change."""
 
 from __future__ import annotations
 
+import html
+
 import streamlit as st
 
 # The CSV layouts live with the views, which build most figures' data; the pages that build
@@ -20,15 +22,21 @@ def chart(fig, data, name: str, caption: str | None = None) -> None:
     import pandas as pd
 
     from transformer_viz.plots.common import min_width
+    from transformer_viz.plots.describe import describe
     from transformer_viz.plots.payload import BrowserFigure, browser_figure
 
     fig = browser_figure(fig)  # at once for a cached figure, which already is one
-    needed = fig.min_width if isinstance(fig, BrowserFigure) else min_width(fig)
+    kept = isinstance(fig, BrowserFigure)
+    needed = fig.min_width if kept else min_width(fig)
     # The keyed container carries the figure's minimum width into the page's style (style.PAGE_CSS), rounded
     # up to 50 px.
     with st.container(key=f"wide{min(1250, -(-needed // 50) * 50)}-{name}") if needed else st.container():
         st.plotly_chart(fig, width="stretch", key=f"chart-{name}", theme=None,
                         config=CHART_CONFIG | {"toImageButtonOptions": {"filename": name, "scale": 2}})
+    # What the chart shows, in one sentence with its key number, for a screen reader (style.PAGE_CSS
+    # takes it out of the page's flow: no space on the screen).
+    alt = fig.alt if kept else describe(fig)
+    st.html(f'<p class="chart-alt" role="note">{html.escape(alt)}</p>')
     frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
     # A callable: the CSV is built only when someone downloads it, not on every rerun.
     st.download_button("Download the data (CSV)", lambda: frame.to_csv().encode("utf-8"), file_name=f"{name}.csv",

@@ -37,6 +37,7 @@ import plotly.io as pio
 from _plotly_utils.utils import convert_to_base64
 
 from transformer_viz.plots.common import min_width
+from transformer_viz.plots.describe import describe
 from transformer_viz.plots.margins import reserve_margins
 
 # Layout containers that come numbered (xaxis2, coloraxis3, ...): the template's unnumbered one applies to all.
@@ -102,9 +103,9 @@ class BrowserFigure(go.Figure):
     to make for an attention map, and as long again for their first ``to_dict``) are made only when something
     else asks for them, from that same dict."""
 
-    def __init__(self, spec: dict, min_width: int | None = None):
+    def __init__(self, spec: dict, min_width: int | None = None, alt: str = ""):
         # go.Figure.__init__ is what makes plotly's objects: called by __getattr__, on the first access to them.
-        self.__dict__.update(_kept_dict=spec, _kept_min_width=min_width)
+        self.__dict__.update(_kept_dict=spec, _kept_min_width=min_width, _kept_alt=alt)
 
     def __getattr__(self, name: str):
         # Reached only for what the instance lacks: plotly's own state, until the first access makes it.
@@ -131,6 +132,11 @@ class BrowserFigure(go.Figure):
     def min_width(self) -> int | None:
         """:func:`~transformer_viz.plots.common.min_width` of the figure."""
         return self._kept_min_width
+
+    @property
+    def alt(self) -> str:
+        """The figure in one sentence for a screen reader (plots/describe.py)."""
+        return self._kept_alt
 
 
 _MAKING = threading.RLock()
@@ -174,7 +180,7 @@ def browser_figure(fig: go.Figure) -> go.Figure:
                            "layout": fig.layout.to_plotly_json()})
     reserve_margins(spec)  # a grid of square heatmaps: the room its labels take (plots/margins.py)
     convert_to_base64(spec)  # numeric arrays as typed arrays (base64), as plotly's own to_dict sends them
-    return BrowserFigure(_with_revision(spec), min_width(fig))
+    return BrowserFigure(_with_revision(spec), min_width(fig), describe(fig))
 
 
 def _with_revision(spec: dict) -> dict:
@@ -204,4 +210,5 @@ def with_text_replaced(fig: BrowserFigure, replacements: dict[str, str]) -> Brow
     """A browser figure made from ``fig`` by replacing text in its strings, with its own data revision: for a
     figure whose layout does not depend on some of its text (the shapes written in the architecture's boxes),
     built once with placeholders and then filled in, much faster than building it again."""
-    return BrowserFigure(_with_revision(_replaced(fig.to_dict(), replacements)), fig.min_width)
+    return BrowserFigure(_with_revision(_replaced(fig.to_dict(), replacements)), fig.min_width,
+                         _replaced(fig.alt, replacements))
