@@ -49,9 +49,11 @@ def model_language(name: str) -> str | None:
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
-def _language_checkers() -> list:
+def _language_checkers(listing: tuple) -> list:
     """(source language, tokenizer, language_stats) of each translation checkpoint that has its
-    language_stats.json: the translation pages' check for text in the other language."""
+    language_stats.json: the translation pages' check for text in the other language. Kept per
+    ``listing`` (the checkpoints' names and directories), so a changed set of checkpoints is read
+    again."""
     from transformer_viz.app.about import language_stats
     from transformer_viz.text.tokenizer import load_tokenizer
 
@@ -70,7 +72,8 @@ def prompt_language(prompt: str) -> str | None:
     translation checkpoint can tell."""
     from transformer_viz.text.language_stats import check_language
 
-    for lang, tokenizer, stats in _language_checkers():
+    listing = tuple((name, str(path)) for name, path in list_checkpoints().items())
+    for lang, tokenizer, stats in _language_checkers(listing):
         verdict = check_language(stats, tokenizer(prompt)["input_ids"], lang)
         if verdict.looks_like:
             return verdict.looks_like
