@@ -134,14 +134,12 @@ def attributions(checkpoint: str, clean: str, corrupted: str, position: int | No
     """The contrastive attribution of X against Y at the pair's position (interpret.contrast), and
     the plain integrated gradients of log p(X) over the source (S,), for comparison."""
     from transformer_viz.interpret.contrast import contrastive_ig
-    from transformer_viz.interpret.explain import integrated_gradients
+    from transformer_viz.interpret.explain import integrated_gradients_at
 
     p = patching(checkpoint, clean, corrupted, position)
     ckpt = loaders.get_checkpoint(checkpoint)
     ids = ckpt.tokenizer.convert_tokens_to_ids
     src, tgt = ids(p.src_tokens), ids(p.tgt_tokens)
     contrast = contrastive_ig(ckpt.model, src, tgt, p.position, p.clean_id, p.corrupted_id)
-    # The decoder input up to X itself, so that position t predicts X: the positions after t do not
-    # change what t computes and would only cost time
-    plain = integrated_gradients(ckpt.model, src, tgt[:p.position + 2])[0][p.position]  # (S,)
+    plain, _ = integrated_gradients_at(ckpt.model, src, tgt, p.position)  # (S,)
     return contrast, plain
