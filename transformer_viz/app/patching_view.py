@@ -77,10 +77,9 @@ def choose_pair(sel: Selection) -> Pair | None:
     if CLEAN_KEY not in state:
         state[CLEAN_KEY] = st.query_params.get("clean", sel.sentence)[:MAX_INPUT_CHARS]
         state[CORRUPTED_KEY] = st.query_params.get("corrupted", "")[:MAX_INPUT_CHARS]
-    left, right = st.columns(2)
-    clean = left.text_input("Clean sentence", key=CLEAN_KEY, max_chars=MAX_INPUT_CHARS)
-    corrupted = right.text_input("Corrupted: the same, one word changed (as many tokens)",
-                                 key=CORRUPTED_KEY, max_chars=MAX_INPUT_CHARS)
+    clean = st.text_input("Clean sentence", key=CLEAN_KEY, max_chars=MAX_INPUT_CHARS)
+    corrupted = st.text_input("Corrupted: the same, one word changed (as many tokens)",
+                              key=CORRUPTED_KEY, max_chars=MAX_INPUT_CHARS)
     url.write(pair=None, clean=clean or None, corrupted=corrupted or None)
     if not clean.strip() or not corrupted.strip():
         return None

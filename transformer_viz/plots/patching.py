@@ -16,6 +16,9 @@ SHARE = "restored share"
 # that overshoots or pushes the other way keeps the scale's end colour; its hover says the value.
 SHARE_SCALE = {"colorscale": SEQUENTIAL, "zmin": 0.0, "zmax": 1.0}
 CANNOT_REACH = "cannot reach position t (the causal mask: a position reads only earlier ones)"
+# px for the title, the axis title and token labels turned upright, whose length a figure does not
+# know until drawn; the rows get 40 px each
+LABELS_HEIGHT = 220
 KIND_TITLES = {"enc": "encoder self-attention", "dec": "decoder self-attention",
                "cross": "cross-attention"}
 
@@ -44,7 +47,7 @@ def encoder_patch_figure(shares, shares_all, labels: list[str], changed: list[in
     x = list(labels) + ["all positions"]
     layout = category_axes(x, "source position (patched after this encoder layer)")
     layout["shapes"] = [_outline(s, N) for s in changed]
-    return make_figure(_share_traces(z, x, N), layout, title, 140 + 40 * N)
+    return make_figure(_share_traces(z, x, N), layout, title, LABELS_HEIGHT + 40 * N)
 
 
 def decoder_patch_figure(shares, labels: list[str], position: int,
@@ -58,7 +61,7 @@ def decoder_patch_figure(shares, labels: list[str], position: int,
     traces = _share_traces(shares, list(labels), N, masked=later, masked_hover=CANNOT_REACH)
     layout = category_axes(list(labels), "target position (decoder input, patched after the layer)")
     layout["shapes"] = [_outline(position, N)]
-    return make_figure(traces, layout, title, 140 + 40 * N)
+    return make_figure(traces, layout, title, LABELS_HEIGHT + 40 * N)
 
 
 def head_patch_figure(shares, kinds: tuple[str, ...] = ("enc", "dec", "cross"),
@@ -114,9 +117,9 @@ def contrast_figure(source, source_labels: list[str], target, target_labels: lis
               "xaxis": {"zeroline": True, "anchor": "y"},
               "xaxis2": {"zeroline": True, "anchor": "y2",
                          "title": {"text": "attribution (logit units)"}},
-              "legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": 1.0,
-                         "yanchor": "bottom"}}
-    height = 150 + 26 * (S + P) + (14 * S if plain is not None else 0)
-    fig = make_figure(data, layout, title, height)
-    fig.layout.margin.t = 85  # the legend's line between the title and the bars
-    return fig
+              # under the figure: in a narrow column it takes two lines, which would run into the
+              # title above
+              "legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": 0, "yanchor": "bottom",
+                         "yref": "container"}, "margin": {"b": 80}}
+    height = 180 + 26 * (S + P) + (14 * S if plain is not None else 0)
+    return make_figure(data, layout, title, height)

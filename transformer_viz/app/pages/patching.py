@@ -14,17 +14,17 @@ from transformer_viz.plots.patching import (contrast_figure, decoder_patch_figur
                                             encoder_patch_figure, head_patch_figure)
 
 sel, _ = frame.page_header(
-    "Two sentences one word apart translate differently. Which layers, positions and heads carry "
-    "the difference? Both sentences run teacher-forced on the **clean** translation; at target "
-    "position t the clean run prefers the word X, the **corrupted** run another word Y. Copy ONE "
-    "activation of the clean run into the corrupted run (an encoder cell, a decoder cell or one "
-    "head's output) and measure how much of the clean run's preference comes back: its "
-    "**restored share**.",
+    "Two sentences one word apart translate differently: which layers, positions and heads carry "
+    "the difference? Both run teacher-forced on the **clean** translation; at position t the clean "
+    "run prefers X, the **corrupted** run Y. Copy ONE clean activation (an encoder cell, a decoder "
+    "cell, a head's output) into the corrupted run: how much of the preference comes back?",
     r"\text{restored share} = \frac{LD_{\text{patched}} - LD_{\text{corrupted}}}"
     r"{LD_{\text{clean}} - LD_{\text{corrupted}}},\qquad LD = \mathrm{logit}(X) - "
     r"\mathrm{logit}(Y)\ \text{at position } t", run=False)
 
-pair = V.choose_pair(sel)
+pick_col, position_col = st.columns(2)
+with pick_col:
+    pair = V.choose_pair(sel)
 if pair is None:
     st.info("Type the corrupted sentence: the clean one with one word changed for another of as "
             "many tokens, so that the translation changes. The presets, for example:")
@@ -35,26 +35,23 @@ first = V.patching(pair.checkpoint, pair.clean, pair.corrupted, None)
 if isinstance(first, str):
     st.error(escape_markdown(first))
     st.stop()
-t = V.choose_position(pair, first)
+with position_col:
+    t = V.choose_position(pair, first)
 p = first if t == first.position else V.patching(pair.checkpoint, pair.clean, pair.corrupted, t)
-left, right = st.columns(2)
-with left:
+summary_slot = st.container()  # the result in one sentence, above the figures
+patch_col, why_col = st.columns([3, 2])
+with why_col:  # beside the grids, so that they start on a projector's first screen
     widgets.show_user_text("Clean sentence → its translation",
                            f"{pair.clean}\n→ {first.translation}")
-with right:
     widgets.show_user_text("Corrupted sentence → its translation",
                            f"{pair.corrupted}\n→ {first.corrupted_translation}")
 if isinstance(p, str):
-    st.error(escape_markdown(p))
+    summary_slot.error(escape_markdown(p))
     st.stop()
 
 g = p.grids
 X, Y = word(p.clean_token), word(p.corrupted_token)
-st.markdown(f"**{escape_markdown(summary_text(p))}**")
-st.markdown(f"At position {t} the clean run writes **“{escape_markdown(X)}”**, the corrupted run "
-            f"**“{escape_markdown(Y)}”**. LD = logit(X) − logit(Y) there: **{g.ld_clean:.3f}** "
-            f"clean, **{g.ld_corrupted:.3f}** corrupted (both read <s> and the clean translation "
-            f"before t).")
+summary_slot.markdown(f"**{escape_markdown(summary_text(p))}**")
 src_labels = token_labels(p.src_tokens)
 for s in p.changed:  # the changed token, both versions
     src_labels[s] = (f"{s} {safe_label(token_text(p.src_tokens[s]))}→"
@@ -62,7 +59,6 @@ for s in p.changed:  # the changed token, both versions
 tgt_labels = token_labels(p.tgt_tokens)
 layers = [f"layer {i}" for i in range(len(g.encoder))]
 
-patch_col, why_col = st.columns([3, 2])
 with patch_col:
     fig = widgets.cached_figure(encoder_patch_figure, g.encoder, g.encoder_all, src_labels,
                                 p.changed, title="Encoder: one clean cell copied")
@@ -78,6 +74,10 @@ with patch_col:
     widgets.chart(fig, data, "why-decoder", caption=V.CONE_TEXT)
 
 with why_col:
+    st.markdown(f"At position {t} the clean run writes **“{escape_markdown(X)}”**, the corrupted "
+                f"run **“{escape_markdown(Y)}”**. LD = logit(X) − logit(Y) there: "
+                f"**{g.ld_clean:.3f}** clean, **{g.ld_corrupted:.3f}** corrupted (both read <s> "
+                f"and the clean translation before t).")
     contrast, plain = V.attributions(pair.checkpoint, pair.clean, pair.corrupted, t)
     prefix = tgt_labels[:t + 1]
     title = f"Why “{safe_label(X)}”, not “{safe_label(Y)}”?"
