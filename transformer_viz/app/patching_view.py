@@ -34,6 +34,10 @@ class Pair:
     corrupted: str
     preset: Preset | None
 
+    @classmethod
+    def of(cls, preset: Preset) -> Pair:
+        return cls(preset.checkpoint, preset.clean, preset.corrupted, preset)
+
 
 def available_presets() -> list[Preset]:
     """The presets whose checkpoint this app has."""
@@ -60,26 +64,33 @@ def _first_choice(sel: Selection, presets: list[Preset], options: list[str]) -> 
     return next((p.name for p in presets if _direction(p.checkpoint) == mine), OWN)
 
 
-def choose_pair(sel: Selection) -> Pair | None:
-    """The preset selectbox, or two text boxes for the reader's own pair (run on the sidebar's
-    model); the choice written to the URL. None while a typed sentence is still empty."""
+def choose_preset(sel: Selection) -> Preset | None:
+    """The preset selectbox, its choice written to the URL; None for the reader's own pair."""
     presets = available_presets()
     options = [p.name for p in presets] + [OWN]
     state = st.session_state
     if state.get(PAIR_KEY) not in options:
         state[PAIR_KEY] = _first_choice(sel, presets, options)
     choice = st.selectbox("Clean / corrupted pair", options, key=PAIR_KEY)
-    if choice != OWN:
-        preset = presets[options.index(choice)]
-        url.write(pair=choice, clean=None, corrupted=None)
-        st.caption(f"{preset.note} On the {direction_label(preset.checkpoint)} model.")
-        return Pair(preset.checkpoint, preset.clean, preset.corrupted, preset)
+    if choice == OWN:
+        return None
+    preset = presets[options.index(choice)]
+    url.write(pair=choice, clean=None, corrupted=None)
+    st.caption(f"{preset.note} On the {direction_label(preset.checkpoint)} model.")
+    return preset
+
+
+def typed_pair(sel: Selection) -> Pair | None:
+    """Two text boxes side by side for the reader's own pair (run on the sidebar's model), written
+    to the URL; None while one is still empty."""
+    state = st.session_state
     if CLEAN_KEY not in state:
         state[CLEAN_KEY] = st.query_params.get("clean", sel.sentence)[:MAX_INPUT_CHARS]
         state[CORRUPTED_KEY] = st.query_params.get("corrupted", "")[:MAX_INPUT_CHARS]
-    clean = st.text_input("Clean sentence", key=CLEAN_KEY, max_chars=MAX_INPUT_CHARS)
-    corrupted = st.text_input("Corrupted: the same, one word changed (as many tokens)",
-                              key=CORRUPTED_KEY, max_chars=MAX_INPUT_CHARS)
+    left, right = st.columns(2)
+    clean = left.text_input("Clean sentence", key=CLEAN_KEY, max_chars=MAX_INPUT_CHARS)
+    corrupted = right.text_input("Corrupted: the same, one word changed (as many tokens)",
+                                 key=CORRUPTED_KEY, max_chars=MAX_INPUT_CHARS)
     url.write(pair=None, clean=clean or None, corrupted=corrupted or None)
     if not clean.strip() or not corrupted.strip():
         return None

@@ -24,10 +24,11 @@ sel, _ = frame.page_header(
 
 pick_col, position_col = st.columns(2)
 with pick_col:
-    pair = V.choose_pair(sel)
+    preset = V.choose_preset(sel)
+pair = V.Pair.of(preset) if preset else V.typed_pair(sel)
 if pair is None:
-    st.info("Type the corrupted sentence: the clean one with one word changed for another of as "
-            "many tokens, so that the translation changes. The presets, for example:")
+    st.info("Type the corrupted sentence: one word changed for another of as many tokens. The "
+            "presets:")
     st.dataframe(pd.DataFrame([{"model": p.checkpoint, "clean": p.clean, "corrupted": p.corrupted}
                                for p in PRESETS]), hide_index=True)
     st.stop()
