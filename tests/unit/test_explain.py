@@ -114,6 +114,15 @@ def test_integrated_gradients_are_complete_within_one_percent(seed):
     assert np.abs(few.sum(-1) - delta).max() > 0.01 * np.abs(delta).min()
 
 
+def test_integrated_gradients_at_one_position_are_that_row_of_all_of_them():
+    model = tiny(seed=5)
+    ig, delta = X.integrated_gradients(model, SRC, TGT, steps=8)
+    for t in (0, 3, len(TGT) - 1):
+        row, delta_t = X.integrated_gradients_at(model, SRC, TGT, t, steps=8)
+        np.testing.assert_allclose(row, ig[t], rtol=1e-4, atol=1e-6)
+        assert delta_t == pytest.approx(float(delta[t]), abs=1e-5)
+
+
 def test_integrated_gradients_of_a_relu_model_close_the_gap_with_more_steps():
     model = tiny(seed=3)
     _, delta = X.integrated_gradients(model, SRC, TGT, steps=2)

@@ -42,6 +42,7 @@ PAGES: tuple[Page, ...] = (
     Page("transformer_viz/app/pages/training.py", "Training", "training"),
     Page("transformer_viz/app/pages/decoding.py", "Decoding", "decoding"),
     Page("transformer_viz/app/pages/heads.py", "What does a head do?", "heads"),
+    Page("transformer_viz/app/pages/patching.py", "Why this word?", "why"),
     Page("transformer_viz/app/pages/complete.py", "Complete the sentence: decoder-only models", "complete"),
     Page("transformer_viz/app/pages/vit.py", "Beyond text: a Vision Transformer", "vit"),
     Page("transformer_viz/app/pages/detr.py", "Beyond text: a Detection Transformer", "detr"),

@@ -261,6 +261,29 @@ def integrated_gradients(model: Transformer, src_ids: list[int], tgt_ids: list[i
     return (grad * e).sum(-1).float().cpu().numpy(), (f[1] - f[0]).float().cpu().numpy()
 
 
+def integrated_gradients_at(model: Transformer, src_ids: list[int], tgt_ids: list[int], t: int,
+                            steps: int = IG_STEPS) -> tuple[np.ndarray, float]:
+    """Row t of :func:`integrated_gradients` alone: (S,) and f_t(e) − f_t(e'). A batch of ``steps``
+    rows on the prefix position t reads (tgt_ids[:t + 1]) instead of steps × T rows of the whole
+    translation: what one word needs (the page "Why this word?")."""
+    nodes, weights = np.polynomial.legendre.leggauss(steps)  # on [−1, 1]; weights sum to 2
+    e = source_embedding(model, src_ids)  # (S, d_model)
+    written = tgt_ids[1:] + [model.cfg.eos_id]  # what each position predicts
+    predicted = torch.tensor(written[:t + 1], device=e.device)  # (t + 1,)
+    src, tgt, _ = _pair(model, src_ids, tgt_ids[:t + 1], steps)
+    alpha = torch.as_tensor((nodes + 1) / 2, dtype=e.dtype, device=e.device)[:, None, None]
+    scaled = (alpha * e).requires_grad_(True)  # (K, S, d_model): one node per row
+    with torch.enable_grad():
+        f = _token_logp(model(src, tgt, hooks=_embedding_hooks(scaled)), predicted)[:, t]  # (K,)
+        w = torch.as_tensor(weights / 2, dtype=f.dtype, device=f.device)  # (K,)
+        # autograd.grad, not backward: nothing is written to the shared model's parameters' .grad
+        (grad,) = torch.autograd.grad((w * f).sum(), scaled)  # (K, S, d_model)
+    with torch.no_grad():
+        ends = torch.stack([torch.zeros_like(e), e])  # (2, S, d_model): baseline, input
+        f = _token_logp(model(src[:2], tgt[:2], hooks=_embedding_hooks(ends)), predicted)[:, t]
+    return (grad.sum(0) * e).sum(-1).float().cpu().numpy(), float(f[1] - f[0])
+
+
 # --- attention against attribution --------------------------------------------------------------------
 
 def argmax_agreement(cross_weights: np.ndarray, attribution: np.ndarray) -> dict[str, np.ndarray]:
