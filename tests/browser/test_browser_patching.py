@@ -11,7 +11,7 @@ import pytest
 
 from tests.browser.test_browser import (CHART_SVGS_JS, SERVER_START_S, WAIT_MS,  # noqa: F401
                                         act_and_wait, assert_page_healthy, browser, wait_for_run)
-from tests.support.browser import CHROMIUM, COUNT_RUNS_JS, ROOT, start_server, stop_server
+from tests.support.browser import CHROMIUM, COUNT_RUNS_JS, ROOT, serving
 from transformer_viz.interpret.patching import PRESETS
 
 SHIPPED = ROOT / "checkpoints"
@@ -27,14 +27,8 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def shipped_url(tmp_path_factory):
     log = tmp_path_factory.mktemp("streamlit") / "server.log"
-    try:
-        proc, url, _ = start_server(SHIPPED, log_path=log, timeout_s=SERVER_START_S)
-    except RuntimeError as exc:
-        pytest.fail(f"{exc}:\n{log.read_text()[-3000:]}")
-    try:
+    with serving(SHIPPED, log, SERVER_START_S) as url:
         yield url
-    finally:
-        stop_server(proc)
 
 
 def query_of(pg) -> dict:

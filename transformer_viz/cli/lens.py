@@ -37,11 +37,12 @@ def cmd_tuned_lens(args) -> int:
 
 
 def add_commands(sub) -> None:
+    from transformer_viz.cli.common import data_flags
+
     p = sub.add_parser("tuned-lens", help="train a checkpoint's tuned lens (one affine map per "
                                           "decoder layer) and write it beside its weights")
     p.add_argument("--checkpoint", required=True, help="checkpoint directory (written into)")
-    p.add_argument("--data-dir", help="Multi30k directory (or set TRANSFORMER_VIZ_DATA)")
-    p.add_argument("--tatoeba-dir", help="Tatoeba directory (or set TRANSFORMER_VIZ_TATOEBA)")
+    data_flags(p)
     p.add_argument("--pairs", type=int, default=4000, help="training pairs drawn (default: 4000)")
     p.add_argument("--steps", type=int, default=300, help="optimiser steps (default: 300)")
     p.add_argument("--held-out", type=int, default=500, help="pairs of each dev set measured")
