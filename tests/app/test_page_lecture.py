@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.support.apptest import SENTENCE, charts, rerun
-from transformer_viz.app import lecture
+from transformer_viz.views import lecture
 from transformer_viz.app.navigation import PAGES
 from transformer_viz.app.sections import format_forced, parse_forced
 from transformer_viz.engine import run_sentence

@@ -46,7 +46,7 @@ def test_the_lecture_walks_with_the_keyboard_in_projector_mode_at_1280x720(brows
     the main figure lies fully inside the screen, the text is at least 24 px, the sidebar is collapsed.
     Screenshots go to screenshots-tmp/lecture/ (git-ignored); SAVE_SCREENSHOTS=1 runs it on the trained
     en→de model with the lecture's "they" sentence."""
-    from transformer_viz.app.lecture import STEPS
+    from transformer_viz.views.lecture import STEPS
 
     real = use_real_checkpoints()
     sentence = "The kids were scared of the lions, so they left right away." if real else FIRST_SENTENCE
