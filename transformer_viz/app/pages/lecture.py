@@ -1,12 +1,13 @@
 """Lecture: the whole lecture, one idea per step, on the current sentence; a presentation clicker drives it
 (→, PageDown, Space: next; ←, PageUp: previous). The steps are data (transformer_viz/views/lecture/); this
 page renders any of them: its live text, its formula, its figure and a link to the page that shows it in
-full."""
+full, and offers them all as one HTML file that needs no network (app/lecture/download.py)."""
 
 import streamlit as st
 
 from transformer_viz.app import about, catalogue, frame, loaders, sections, url, widgets
 from transformer_viz.app.lecture.browser import FIGURE_WIDTH_CSS, KEYS_JS, PROJECTOR_CSS
+from transformer_viz.app.lecture.download import download_button
 from transformer_viz.app.navigation import PAGES
 from transformer_viz.app.sidebar import Selection
 from transformer_viz.views import lecture
@@ -118,3 +119,4 @@ run = frame.require_run(sel)
 show_step(lecture.STEPS[step_no - 1], sel, run, projector)
 presets(sel, run)
 speaker_notes(lecture.STEPS[step_no - 1])
+download_button(sel, loaders.get_checkpoint(sel.checkpoint), run)
