@@ -37,7 +37,7 @@ CHART_CONFIG = {"displaylogo": False, "displayModeBar": "hover", "scrollZoom": F
 # Nothing may be fetched: a policy that forbids every request makes a mistake fail loudly (a console
 # error) instead of quietly needing a network. plotly.js needs inline scripts and styles, and data:
 # images.
-POLICY = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; "
+POLICY = ("default-src 'none'; script-src 'unsafe-inline'; "
           "style-src 'unsafe-inline'; img-src data: blob:; font-src data:")
 
 STYLE = """
