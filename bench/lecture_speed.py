@@ -43,7 +43,7 @@ def measure_server(checkpoints: Path, name: str, sentence: str, passes: int) -> 
     os.environ[CHECKPOINTS_ENV] = str(checkpoints)
     from streamlit.testing.v1 import AppTest
 
-    from transformer_viz.app.lecture import STEPS
+    from transformer_viz.views.lecture import STEPS
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
     at.query_params.update({"ckpt": name, "s": sentence, "projector": "1"})
@@ -77,7 +77,7 @@ def measure_browser(checkpoints: Path, name: str, sentence: str, timeout_s: floa
     """(b): one fresh server, the lecture walked twice with ArrowRight (the first walk builds every figure)."""
     from playwright.sync_api import sync_playwright
 
-    from transformer_viz.app.lecture import STEPS
+    from transformer_viz.views.lecture import STEPS
 
     log = Path(tempfile.mkstemp(suffix=".jsonl")[1])
     out = {"walks": []}

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.support.apptest import SENTENCE, charts, rerun
-from transformer_viz.app import lecture
+from transformer_viz.views import lecture
 from transformer_viz.app.navigation import PAGES
 from transformer_viz.app.sections import format_forced, parse_forced
 from transformer_viz.engine import run_sentence
@@ -152,3 +152,32 @@ def test_a_preset_sets_the_sentence_and_direction_and_the_verdict_is_shown(make_
     rerun(at)
     assert at.query_params["s"] == "Komm her bitte."
     assert any("The slide translates it as “Please come here.”" in i.value for i in at.info)
+
+
+def test_the_download_button_offers_the_lecture_as_one_html_file(make_app):
+    at = open_lecture(make_app)
+    buttons = [b for b in at.get("download_button") if "lecture_download" in b.proto.id]
+    assert len(buttons) == 1
+    assert buttons[0].proto.label == "Download this lecture as one HTML file"
+    assert "no network" in buttons[0].proto.help
+
+
+def test_the_downloaded_file_draws_every_steps_figure_as_the_page_does(make_app, tiny_checkpoint):
+    """Step by step, the chart the page sends and the figure the file holds are the same JSON; the
+    file is the command line's (export-lecture --notes) for this sentence, layer and head."""
+    import re
+
+    from transformer_viz.app.lecture.download import lecture_file
+    from transformer_viz.views.lecture.export import lecture_html
+
+    at = open_lecture(make_app, layer="1", head="2")
+    run = run_sentence(tiny_checkpoint, SENTENCE)
+    data = lecture_file("tiny", SENTENCE, 1, 2, tiny_checkpoint, run)
+    assert data == lecture_html(tiny_checkpoint, SENTENCE, 1, 2, notes=True).encode("utf-8")
+    specs = re.findall(r'<script type="application/json" class="spec">(.*?)</script>',
+                       data.decode("utf-8"), re.S)
+    assert len(specs) == N
+    for n, step in enumerate(lecture.STEPS, start=1):
+        at.session_state["lecture_step"] = n
+        rerun(at)
+        assert main_figure(at, step) == json.loads(specs[n - 1]), step.id

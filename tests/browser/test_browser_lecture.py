@@ -46,7 +46,7 @@ def test_the_lecture_walks_with_the_keyboard_in_projector_mode_at_1280x720(brows
     the main figure lies fully inside the screen, the text is at least 24 px, the sidebar is collapsed.
     Screenshots go to screenshots-tmp/lecture/ (git-ignored); SAVE_SCREENSHOTS=1 runs it on the trained
     en→de model with the lecture's "they" sentence."""
-    from transformer_viz.app.lecture import STEPS
+    from transformer_viz.views.lecture import STEPS
 
     real = use_real_checkpoints()
     sentence = "The kids were scared of the lions, so they left right away." if real else FIRST_SENTENCE
@@ -91,3 +91,27 @@ def test_the_lecture_walks_with_the_keyboard_in_projector_mode_at_1280x720(brows
             assert_figure_on_screen(pg, 1920, 1080, f"step {n} at 1920×1080")
     finally:
         context.close()
+
+
+def test_the_lecture_downloads_as_one_html_file(browser, app_url, tmp_path):
+    """The page's download button hands over the lecture's HTML file (made when clicked, in the
+    download's own thread) for the page's sentence."""
+    from transformer_viz.views.lecture import STEPS
+
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    context.add_init_script(COUNT_RUNS_JS)
+    pg = context.new_page()
+    pg.set_default_timeout(WAIT_MS)
+    try:
+        pg.goto(f"{app_url}/lecture?" + urllib.parse.urlencode({"step": "1", "s": FIRST_SENTENCE}))
+        wait_for_lecture_step(pg, 1, STEPS[0].title, FIRST_SENTENCE)
+        with pg.expect_download(timeout=WAIT_MS) as download:
+            pg.get_by_role("button", name="Download this lecture as one HTML file").click()
+        path = tmp_path / "lecture.html"
+        download.value.save_as(path)
+    finally:
+        context.close()
+    text = path.read_text(encoding="utf-8")
+    assert download.value.suggested_filename == "lecture.html"
+    assert text.startswith("<!DOCTYPE html>") and FIRST_SENTENCE in text
+    assert text.count('<section id="step-') == len(STEPS) + 1 and "Speaker notes" in text

@@ -219,7 +219,7 @@ def test_every_lecture_figure_is_whole_and_legible_on_a_projector(browser, shipp
     The problems still known are listed in KNOWN_PROJECTOR by step and kind, with their counts over
     every sentence and view, and asserted exactly: a new problem fails the test, and so does a known
     one fixed (its entry then leaves the list)."""
-    from transformer_viz.app.lecture import STEPS
+    from transformer_viz.views.lecture import STEPS
 
     shots = SHOTS / "lecture"
     shots.mkdir(parents=True, exist_ok=True)
@@ -273,7 +273,7 @@ def test_every_page_and_step_is_legible_on_a_phone(browser, shipped_app):  # noq
     """At 390×844 with touch, every page and each of its steps, the Lecture's included, on the long
     German sentence. The problems still known are listed in KNOWN_PHONE by page (and step) and kind,
     with their counts, and asserted exactly, as on the projector."""
-    from transformer_viz.app.lecture import STEPS
+    from transformer_viz.views.lecture import STEPS
 
     shots = SHOTS / "phone"
     shots.mkdir(parents=True, exist_ok=True)

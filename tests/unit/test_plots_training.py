@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tests.support.figures import traces
-from transformer_viz.app.lecture.figures import lr_curve
+from transformer_viz.views.lecture.figures import lr_curve
 from transformer_viz.plots.training import lr_schedule_figure
 from transformer_viz.training.schedule import learning_rate
 

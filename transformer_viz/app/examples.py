@@ -3,22 +3,10 @@ sentences with their reference translations."""
 
 from __future__ import annotations
 
+from transformer_viz.text.lecture_sentences import LECTURE_SENTENCES_EN
 
-# The sentences a Transformer lecture is made of, with the translation the lecture gives (its reference):
-# offered as examples, and the Overview says how close the model's translation comes to the reference.
-LECTURE_SENTENCES_EN = {
-    "The animal didn't cross the street because it was too tired.":
-        "Das Tier überquerte die Straße nicht, weil es zu müde war.",
-    "The animal didn't cross the street because it was too wide.":
-        "Das Tier überquerte die Straße nicht, weil sie zu breit war.",
-    "The kids were scared of the lions, so they left right away.":
-        "Die Kinder hatten Angst vor den Löwen, also gingen sie sofort.",
-    "Where there is a will, there is a way.": "Wo ein Wille ist, ist auch ein Weg.",
-    "Although the sky is cloudy, it may not rain.": "Obwohl der Himmel bewölkt ist, regnet es vielleicht nicht.",
-    "I love machine learning.": "Ich liebe maschinelles Lernen.",
-    "The computer translates the sentence into German.": "Der Computer übersetzt den Satz ins Deutsche.",
-    "The sun rises in the east.": "Die Sonne geht im Osten auf.",
-}
+# The lecture's sentences (text/lecture_sentences.py) with the translation the lecture gives (its
+# reference): offered as examples, and the Overview says how close the model's translation comes to it.
 LECTURE_SENTENCES_DE = {german: english for english, german in LECTURE_SENTENCES_EN.items()}
 LECTURE_SENTENCES = {"en": LECTURE_SENTENCES_EN, "de": LECTURE_SENTENCES_DE}
 WRONG_BELOW = 50.0  # chrF against the reference under which a translation counts as wrong

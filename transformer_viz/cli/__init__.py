@@ -1,5 +1,6 @@
 """Command line: ``transformer-viz`` (the installed command) or ``python -m transformer_viz``,
-``{app,translate,trace,shapes,explain,patch,tuned-lens,complete,train,train-gpt,train-rnn,train-vit,vit-eval,train-detr,detr-eval,bleu-by-length,
+``{app,translate,trace,shapes,export-lecture,explain,patch,tuned-lens,complete,train,train-gpt,
+train-rnn,train-vit,vit-eval,train-detr,detr-eval,bleu-by-length,
 select-decoding,evaluate,language-stats,export-hf,download-data}``.
 
 Each module here adds a group of commands (``add_commands``); a command parses its flags, calls the library
@@ -13,11 +14,12 @@ import argparse
 import os
 import sys
 
-from transformer_viz.cli import (app, completion, data, explain, images, lens, patching, scoring,
-                                 training, translation)
+from transformer_viz.cli import (app, completion, data, explain, images, lecture, lens, patching,
+                                 scoring, training, translation)
 
 # In this order in --help.
-COMMAND_GROUPS = (app, translation, explain, patching, lens, completion, training, images, scoring, data)
+COMMAND_GROUPS = (app, translation, lecture, explain, patching, lens, completion, training, images,
+                  scoring, data)
 
 
 def build_parser(prog: str = "python -m transformer_viz") -> argparse.ArgumentParser:

@@ -1,13 +1,16 @@
 """Lecture: the whole lecture, one idea per step, on the current sentence; a presentation clicker drives it
-(→, PageDown, Space: next; ←, PageUp: previous). The steps are data (transformer_viz/app/lecture/); this page
-renders any of them: its live text, its formula, its figure and a link to the page that shows it in full."""
+(→, PageDown, Space: next; ←, PageUp: previous). The steps are data (transformer_viz/views/lecture/); this
+page renders any of them: its live text, its formula, its figure and a link to the page that shows it in
+full, and offers them all as one HTML file that needs no network (app/lecture/download.py)."""
 
 import streamlit as st
 
-from transformer_viz.app import about, catalogue, frame, lecture, loaders, sections, url, widgets
+from transformer_viz.app import about, catalogue, frame, loaders, sections, url, widgets
 from transformer_viz.app.lecture.browser import FIGURE_WIDTH_CSS, KEYS_JS, PROJECTOR_CSS
+from transformer_viz.app.lecture.download import download_button
 from transformer_viz.app.navigation import PAGES
 from transformer_viz.app.sidebar import Selection
+from transformer_viz.views import lecture
 
 STEP, JUMP, PROJECTOR, PRESET = "lecture_step", "lecture_jump", "lecture_projector", "lecture_preset"
 N = len(lecture.STEPS)
@@ -76,11 +79,9 @@ def speaker_notes(step: lecture.Step) -> None:
 
 
 def show_step(step: lecture.Step, sel: Selection, run, projector: bool) -> None:
-    ckpt = loaders.get_checkpoint(sel.checkpoint)
-    beam = (loaders.get_run(sel.checkpoint, sel.sentence, lecture.BEAM_K) if step.id == "inference"
-            else None)
-    ctx = lecture.Context(run, sel.layer, sel.head, ckpt.tokenizer.convert_ids_to_tokens, ckpt.metadata,
-                          st.session_state.get("lecture_what_if_position", 0) + 1, ckpt.model, beam)
+    ctx = lecture.step_context(step, loaders.get_checkpoint(sel.checkpoint), run, sel.layer, sel.head,
+                               st.session_state.get("lecture_what_if_position", 0) + 1,
+                               lambda: loaders.get_run(sel.checkpoint, sel.sentence, lecture.BEAM_K))
     spec = step.figure(ctx)
     fig = widgets.cached_figure(lecture.drawer(spec.plot, projector), *spec.args, **spec.kwargs)
     if projector and fig.min_width:
@@ -118,3 +119,4 @@ run = frame.require_run(sel)
 show_step(lecture.STEPS[step_no - 1], sel, run, projector)
 presets(sel, run)
 speaker_notes(lecture.STEPS[step_no - 1])
+download_button(sel, loaders.get_checkpoint(sel.checkpoint), run)

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from transformer_viz.app import frame, loaders, sidebar, widgets
-from transformer_viz.app.lecture.figures import lr_curve
+from transformer_viz.views.lecture.figures import lr_curve
 from transformer_viz.engine import teacher_forced_logits, teacher_forcing_losses
 from transformer_viz.plots.common import safe_label, token_text
 from transformer_viz.plots.training import expected_token_figure, history_figure, lr_schedule_figure

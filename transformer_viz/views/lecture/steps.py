@@ -8,17 +8,18 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from transformer_viz.app.lecture.context import Context
-from transformer_viz.app.lecture.figures import (FigureSpec, fig_add_norm, fig_cross, fig_decoder_only, fig_detr,
-                                                 fig_embeddings, fig_encoder_stack, fig_inference, fig_lookup, fig_masked_self,
-                                                 fig_multihead, fig_output, fig_positional, fig_qkv, fig_rnn,
-                                                 fig_scores, fig_tokens, fig_training, fig_vit)
-from transformer_viz.app.lecture.texts import (text_add_norm, text_cross, text_decoder_only, text_detr,
-                                               text_embeddings, text_encoder_stack, text_inference, text_lookup, text_masked_self,
-                                               text_multihead, text_output, text_positional, text_qkv, text_rnn,
-                                               text_scores, text_tokens, text_training, text_vit)
-from transformer_viz.app.lecture.figures import fig_heads  # noqa: I001 (the step "What does a head do?")
-from transformer_viz.app.lecture.texts import text_heads
+from transformer_viz.views.lecture.context import Context
+from transformer_viz.views.lecture.figures import (
+    FigureSpec, fig_add_norm, fig_cross, fig_decoder_only, fig_detr, fig_embeddings,
+    fig_encoder_stack, fig_inference, fig_lookup, fig_masked_self, fig_multihead, fig_output,
+    fig_positional, fig_qkv, fig_rnn, fig_scores, fig_tokens, fig_training, fig_vit)
+from transformer_viz.views.lecture.texts import (
+    text_add_norm, text_cross, text_decoder_only, text_detr, text_embeddings,
+    text_encoder_stack, text_inference, text_lookup, text_masked_self, text_multihead,
+    text_output, text_positional, text_qkv, text_rnn, text_scores, text_tokens, text_training,
+    text_vit)
+from transformer_viz.views.lecture.figures import fig_heads  # noqa: I001 (the step "What does a head do?")
+from transformer_viz.views.lecture.texts import text_heads
 
 
 @dataclass(frozen=True)
@@ -152,6 +153,16 @@ STEPS: tuple[Step, ...] = (
          Notes("The decoder's queries are learned slots, not words; each finds one object or says ∅.",
                "Why does DETR need no non-maximum suppression?")),
 )
+
+
+def step_context(step: Step, ckpt, run, layer: int = 0, head: int = 0, position: int = 1,
+                 beam: Callable[[], object] | None = None) -> Context:
+    """What ``step`` is drawn from, for a checkpoint's run of a sentence: the Lecture page and the lecture's
+    HTML file (export.py) both build it here, so that the file shows what the page shows. ``beam`` gives
+    the sentence's beam search (BEAM_K wide, no trace); it is called only for the step that draws one."""
+    beam_run = beam() if beam is not None and step.id == "inference" else None
+    return Context(run, layer, head, ckpt.tokenizer.convert_ids_to_tokens, ckpt.metadata, position,
+                   ckpt.model, beam_run)
 
 
 def step_number(raw, n: int = len(STEPS)) -> int:

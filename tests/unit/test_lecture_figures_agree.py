@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests.support.apptest import SENTENCE
-from transformer_viz.app import lecture
+from transformer_viz.views import lecture
 from transformer_viz.engine import run_sentence
 
 
@@ -123,7 +123,7 @@ def test_the_detr_step_counts_the_shipped_toy_detrs_queries():
     import json
 
     from tests.support.browser import ROOT
-    from transformer_viz.app.lecture.context import detr_queries
+    from transformer_viz.views.lecture.context import detr_queries
 
     config = ROOT / "checkpoints" / "detr-digits" / "config.json"
     if not config.is_file():
@@ -133,7 +133,7 @@ def test_the_detr_step_counts_the_shipped_toy_detrs_queries():
 
 def test_step_16_shows_the_heads_that_matter_most_with_the_ones_the_text_names():
     """72 heads do not fit a projector's column: the bars are the 16 largest drops, the text's two first."""
-    from transformer_viz.app.lecture import figures
+    from transformer_viz.views.lecture import figures
 
     class Head(str):
         label = "a head"

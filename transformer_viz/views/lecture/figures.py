@@ -10,8 +10,6 @@ from typing import Callable
 import numpy as np
 import plotly.graph_objects as go
 
-from transformer_viz.app.lecture.context import (LOOKUP_KEYS, Context, detr_queries, encoder_weights, head_drops,
-                                                 lookup_weights, padded_length, traced)
 from transformer_viz.plots import attention as attention_plots
 from transformer_viz.plots import decoding as decoding_plots
 from transformer_viz.plots import embeddings as embedding_plots
@@ -24,7 +22,10 @@ from transformer_viz.plots import training as training_plots
 from transformer_viz.plots.common import projector_layout, token_labels
 from transformer_viz.text.analysis import beam_tree_data
 from transformer_viz.training.schedule import learning_rate
-from transformer_viz.views import FigureSpec
+from transformer_viz.views.lecture.context import (
+    LOOKUP_KEYS, Context, detr_queries, encoder_weights, head_drops, lookup_weights,
+    padded_length, traced)
+from transformer_viz.views.spec import FigureSpec
 
 
 def lr_curve(d_model: int, warmup: int, factor: float, total_steps: int,

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from transformer_viz.app.examples import LECTURE_SENTENCES_EN
-from transformer_viz.app.lecture.texts import pct, word
+from transformer_viz.text.lecture_sentences import LECTURE_SENTENCES_EN
+from transformer_viz.views.lecture.texts import pct, word
 
 if TYPE_CHECKING:
     from transformer_viz.engine import SentenceRun

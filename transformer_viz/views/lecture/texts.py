@@ -7,12 +7,12 @@ import math
 
 import numpy as np
 
-from transformer_viz.app.lecture.context import (Context, detr_queries, encoder_weights, head_drops,
-                                                 lookup_weights, padded_length, traced)
-from transformer_viz.app.lecture.figures import HEADS_SHOWN
 from transformer_viz.plots import lecture as lecture_plots
 from transformer_viz.plots.common import token_text
 from transformer_viz.training.schedule import learning_rate
+from transformer_viz.views.lecture.context import (
+    Context, detr_queries, encoder_weights, head_drops, lookup_weights, padded_length, traced)
+from transformer_viz.views.lecture.figures import HEADS_SHOWN
 
 
 def word(token: str) -> str:

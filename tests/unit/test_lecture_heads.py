@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from tests.support.apptest import SENTENCE
-from transformer_viz.app import lecture
-from transformer_viz.app.lecture.figures import fig_heads
-from transformer_viz.app.lecture.texts import text_heads
+from transformer_viz.views import lecture
+from transformer_viz.views.lecture.figures import fig_heads
+from transformer_viz.views.lecture.texts import text_heads
 from transformer_viz.engine import run_sentence
 from transformer_viz.interpret.explain import heads_run
 

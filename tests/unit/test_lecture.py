@@ -1,4 +1,4 @@
-"""transformer_viz/app/lecture/: the lecture as data, its live texts checked against numbers recomputed from
+"""transformer_viz/views/lecture/: the lecture as data, its live texts checked against numbers recomputed from
 the trace, every step's figure drawn in both styles, the step in a URL, and the presets' honest verdicts."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tests.support.apptest import SENTENCE
-from transformer_viz.app import lecture
+from transformer_viz.views import lecture
 from transformer_viz.app.navigation import PAGES
 from transformer_viz.engine import run_sentence
 
