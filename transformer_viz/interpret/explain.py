@@ -301,7 +301,7 @@ def argmax_agreement(cross_weights: np.ndarray, attribution: np.ndarray) -> dict
 
 # --- the coreference examples -------------------------------------------------------------------------
 
-# The lecture's sentences (app/examples.py) per source language: the pronoun and the nouns it may refer to,
+# The lecture's sentences (text/lecture_sentences.py) per source language: the pronoun and the nouns it may refer to,
 # the right one first.
 COREFERENCE = {
     "en": {"The animal didn't cross the street because it was too tired.": ("it", ("animal", "street")),
