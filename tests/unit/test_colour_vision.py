@@ -12,6 +12,7 @@ import plotly.colors
 import pytest
 
 from transformer_viz.plots import common
+from transformer_viz.plots.detr import QUERY_COLOURS
 
 MACHADO = {
     "protanopia": [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216],
@@ -32,6 +33,7 @@ CATEGORIES = {
     "the recurrent models' series (plots/rnn.py)": [common.LIGHT_BLUE, common.BLUE, common.ORANGE,
                                                     common.GREEN, common.PURPLE],
     "a mask": [common.ALLOWED_COLOUR, common.MASKED_COLOUR],
+    "the DETR's object queries (plots/detr.py)": list(QUERY_COLOURS),
     "the architecture's blocks": [common.EMBEDDING_FILL, common.ENCODER_FILL, common.DECODER_FILL,
                                   common.OUTPUT_FILL, common.ADD_NORM_FILL],
 }
@@ -39,6 +41,7 @@ MIN_DELTA_E = {"series and what is pointed out": 12.0, "a series and its twin": 
                "the pointed-out and its twin": 12.0, "signed bars": 20.0, "a mask": 12.0,
                "the three kinds of heads (plots/heads.py)": 12.0,
                "the recurrent models' series (plots/rnn.py)": 12.0,
+               "the DETR's object queries (plots/detr.py)": 12.0,
                "the architecture's blocks": 5.0}  # blocks also carry their names
 SCALES = [common.SEQUENTIAL, common.PROJECTOR_SEQUENTIAL, common.DIVERGING]
 

@@ -40,3 +40,17 @@ def test_class_probabilities_one_column_per_query_and_the_cost_pairs_outlined():
     assert fig.data[0].text[4][1] == "0.90"
     fig = cost_matrix_figure(np.arange(6.0).reshape(3, 2), [(2, 0), (0, 1)], ["3 (#1)", "5 (#2)"])
     assert sorted((s.y0 + 0.5, s.x0 + 0.5) for s in fig.layout.shapes) == [(0, 1), (2, 0)]
+
+
+def test_every_query_label_is_drawn_in_the_ink_that_contrasts_more_with_its_colour():
+    from transformer_viz.plots.detr import QUERY_COLOURS, _luminance, label_ink
+
+    def ratio(a: str, b: str) -> float:
+        light, dark = sorted((_luminance(a), _luminance(b)), reverse=True)
+        return (light + 0.05) / (dark + 0.05)
+
+    for colour in QUERY_COLOURS:
+        ink = label_ink(colour)
+        other = "#222222" if ink == "#ffffff" else "#ffffff"
+        assert ratio(colour, ink) >= ratio(colour, other)
+        assert ratio(colour, ink) >= 4.0, colour  # the old palette's labels went down to 2.2

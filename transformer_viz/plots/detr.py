@@ -10,13 +10,31 @@ import plotly.graph_objects as go
 from transformer_viz.plots.common import GREEN, SEQUENTIAL, make_figure
 from transformer_viz.plots.vit import image_layout, image_trace, overlay_traces, upsample
 
-# One colour per query, the same in every figure of the page (qualitative, dark enough on white).
-QUERY_COLOURS = ("#e6550d", "#3182bd", "#31a354", "#756bb1", "#d6616b", "#8c6d31", "#17becf", "#e377c2",
-                 "#636363", "#bcbd22")
+# One colour per query, the same in every figure of the page: Okabe and Ito's colours (their yellow,
+# faint on white, and their black, which the digits are drawn in, left out) and two dark ones, eight
+# for the shipped model's 8 queries, apart under every colour-vision deficiency
+# (tests/unit/test_colour_vision.py: ΔE ≥ 16).
+QUERY_COLOURS = ("#d55e00", "#0072b2", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#882255",
+                 "#661100")
 
 
 def query_colour(query: int) -> str:
     return QUERY_COLOURS[query % len(QUERY_COLOURS)]
+
+
+def _luminance(colour: str) -> float:
+    """WCAG's relative luminance of a #rrggbb colour."""
+    channels = [int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def label_ink(background: str) -> str:
+    """White or near-black text, whichever contrasts more with ``background`` (WCAG's ratio)."""
+    light = _luminance(background)
+    white = 1.05 / (light + 0.05)
+    dark = (light + 0.05) / (_luminance("#222222") + 0.05)
+    return "#ffffff" if white >= dark else "#222222"
 
 
 def _pixels(box, size: int) -> tuple[float, float, float, float]:
@@ -40,7 +58,7 @@ def box_labels(boxes, texts: list[str], size: int, colours: list[str]) -> list[d
     for box, text, colour in zip(boxes, texts, colours):
         x0, y0, _, _ = _pixels(box, size)
         labels.append({"x": x0, "y": y0, "text": text, "showarrow": False, "xanchor": "left",
-                       "yanchor": "bottom" if y0 > 2 else "top", "font": {"color": "#ffffff", "size": 12},
+                       "yanchor": "bottom" if y0 > 2 else "top", "font": {"color": label_ink(colour), "size": 12},
                        "bgcolor": colour, "borderpad": 1})
     return labels
 
