@@ -104,7 +104,9 @@ def model_card(cfg, meta: dict) -> str:
                          f"{h.get('val_loss', float('nan')):.3f} | "
                          + " | ".join(f"{h.get(k, float('nan')):.2f}" for k in keys)
                          + f" | {h.get('elapsed_s', 0) / 60:.1f} |")
-        if both:
+        if meta.get("history_note"):
+            lines.append("\n" + meta["history_note"])
+        elif both:
             lines.append("\nGreedy BLEU after each epoch; the selection score is their mean.")
         lines.append("")
     return "\n".join(lines)

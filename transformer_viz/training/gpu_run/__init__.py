@@ -1,4 +1,4 @@
-"""The paper's base model trained on a borrowed GPU (one H100, 15 minutes), prepared and checked
+"""The paper's base model trained on a borrowed GPU (15 minutes of it), prepared and checked
 here.
 
 Three stages, one command each (``python -m transformer_viz.training.gpu_run STAGE``, ``cli``):

@@ -15,7 +15,7 @@ def _shape_and_place(manifest: dict) -> tuple[str, str, bool]:
     """("the paper's base model" or the preset, where it was trained, whether on a GPU)."""
     preset, on_gpu = manifest["run"]["preset"], manifest["device"] != "cpu"
     shape = "the paper's base model" if preset == "base" else f"the {preset} preset"
-    where = (f"{manifest['device']}, a borrowed GPU (one H100, 15 minutes)" if on_gpu
+    where = (f"{manifest['device']}, a borrowed GPU (15 minutes of it in all)" if on_gpu
              else "the CPU (a dry run of the GPU script)")
     return shape, where, on_gpu
 
@@ -53,6 +53,14 @@ def _hardware(manifest: dict, where: str) -> dict:
             "seconds": manifest["seconds"]}
 
 
+def _history_note(manifest: dict) -> str:
+    run = manifest["run"]
+    every = (f"every {run['eval_every']} steps and at the end" if run["eval_every"]
+             else "after each epoch")
+    return (f"Greedy BLEU on the first {run['eval_limit']} sentences of each dev set, {every}; "
+            "the weights sent are the last (no selection), scored on more sentences above.")
+
+
 def card_metadata(cfg, prepared: Prepared, manifest: dict, cpu: dict, agreement: dict,
                   commands: list[str]) -> dict:
     """metadata.json of a joined direction: what the model card shows, the scores measured here
@@ -69,6 +77,7 @@ def card_metadata(cfg, prepared: Prepared, manifest: dict, cpu: dict, agreement:
                            f"({shape}), trained for {minutes:.1f} minutes on {where}; both "
                            "directions at once.",
             "src_lang": src, "tgt_lang": tgt, "history": manifest["history"],
+            "history_note": _history_note(manifest),
             "data": _data(manifest, prepared), "training": _training(manifest, cfg, commands),
             "hardware": _hardware(manifest, where), "scores": scores,
             "gpu_check": {"dev_bleu_agreement": agreement, "shards": manifest["files"],
