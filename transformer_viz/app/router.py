@@ -17,7 +17,7 @@ from transformer_viz.app import coldstart  # noqa: F401  # first: before any imp
 # opened while a fresh server's first page reran. Every script run imports this module, and a thread that
 # finds it still being imported waits until it is.
 import pandas  # noqa: E402, F401
-from transformer_viz.app import frame, polling, runlog, sidebar, style, url
+from transformer_viz.app import frame, runlog, sidebar, style, url
 from transformer_viz.app.navigation import DEFAULT_PAGE, PAGES
 
 # What navigation.Page.file is relative to: absolute page paths let the app start from any directory.
@@ -71,7 +71,6 @@ def rerun_after_reconnect() -> None:
 
 def main() -> None:
     """One script run: the navigation picks the page; the sidebar runs before it, which may st.stop()."""
-    polling.stop_config_file_polling()  # once per process (app/polling.py)
     st.set_page_config(page_title="transformer-viz", page_icon="🔎", layout="wide")
     style.page_style()
     # expanded: every page listed (Streamlit folds a list of more than 12 behind "View more" otherwise).

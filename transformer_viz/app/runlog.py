@@ -29,9 +29,9 @@ def logged_run(page_title: str):
     if not path:
         yield
         return
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
+    from transformer_viz.fenced.streamlit_private import session_id
 
-    ctx = get_script_run_ctx()
+    session = session_id()
     start, cpu_start, outcome = time.perf_counter(), time.thread_time(), "ok"
     try:
         yield
@@ -42,6 +42,6 @@ def logged_run(page_title: str):
         record = {"time": round(time.time(), 3), "page": page_title, "outcome": outcome,
                   "seconds": round(time.perf_counter() - start, 4),
                   "cpu_s": round(time.thread_time() - cpu_start, 4), "process_cpu_s": round(time.process_time(), 3),
-                  "pid": os.getpid(), "session": ctx.session_id if ctx else None}
+                  "pid": os.getpid(), "session": session}
         with _RUN_LOG_LOCK, open(path, "a", encoding="utf-8") as log:
             log.write(json.dumps(record) + "\n")
