@@ -100,3 +100,12 @@ def test_the_shipped_tuned_lenses_read_a_sentence_closer_to_the_output(name):
     plain = sentence_lens(ckpt.model, None, run.src_ids, run.tgt_ids)["kl"]
     tuned = sentence_lens(ckpt.model, lens, run.src_ids, run.tgt_ids)["kl"]
     assert (tuned[:-1] < plain[:-1]).all(), (plain, tuned)
+
+
+def test_a_position_is_decided_where_the_written_token_becomes_and_stays_the_top_guess():
+    from transformer_viz.interpret.lens import decided_at
+
+    rank = np.array([[[3, 1, 2, 5], [1, 1, 1, 4]], [[1, 1, 1, 2], [1, 1, 1, 3]]])  # (N=2, 2, T=4)
+    rank = np.concatenate([rank, np.ones((2, 1, 4), int)], 1)  # (2, 3, 4): the FFN rows rank 1
+    rank[1, 2, 3] = 2  # the last reading of position 3 is not the written token
+    assert decided_at(rank).tolist() == [1, 0, 1, -1]
