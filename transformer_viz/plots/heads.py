@@ -1,7 +1,7 @@
 """Figures for "What does a head do?": the log-probability a translation loses per head switched off, each
 token's probability with and without heads, the decoder's guess after each layer (logit lens), and the
-encoder heads linking a pronoun to its noun; the map of head types, the lens inside each layer (after
-each sublayer) and each layer's KL to the output. Plain arrays in, a Figure out."""
+encoder heads linking a pronoun to its noun; the map of head types, the lens inside each layer
+(after each sublayer) and each layer's KL to the output. Plain arrays in, a Figure out."""
 
 from __future__ import annotations
 

@@ -126,8 +126,8 @@ def contrast_figure(source, source_labels: list[str], target, target_labels: lis
     return make_figure(data, layout, title, height)
 
 
-def source_share_figure(tokens: list[str], source_share, flagged=None, threshold: float | None = None,
-                        title: str | None = None) -> go.Figure:
+def source_share_figure(tokens: list[str], source_share, flagged=None,
+                        threshold: float | None = None, title: str | None = None) -> go.Figure:
     """Stacked bars, one per written token (``tokens``): the share of its prediction that came from
     the source (blue) and from the translation so far (orange), summing to 1. ``flagged`` (T,)
     marks tokens with little from the source (hatched); ``threshold`` draws the flag's line."""
@@ -145,8 +145,9 @@ def source_share_figure(tokens: list[str], source_share, flagged=None, threshold
               "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02,
                          "yanchor": "bottom"}}
     if threshold is not None:
+        line = {"color": "#333", "dash": "dash", "width": 1.5}
         layout["shapes"] = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": threshold,
-                             "y1": threshold, "line": {"color": "#333", "dash": "dash", "width": 1.5}}]
+                             "y1": threshold, "line": line}]
     fig = make_figure(data, layout, title, LABELS_HEIGHT + 160)
     fig.layout.meta = {"min_width": 40 * len(share)}
     return fig
