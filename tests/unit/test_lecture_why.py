@@ -1,7 +1,7 @@
-"""The lecture's step "Why this word?": right after "What does a head do?", activation patching on
-the preset pair of the run's direction (the shipped en-de model), or on the run's own sentence with a
-token replaced (the tiny model has no pair); its text quotes summary_text of the grids its figure
-draws."""
+"""The lecture's step "Why this word?": right after "What does a head do?", activation patching
+on the preset pair of the run's direction (the shipped en-de model), or on the run's own sentence
+with a token replaced (the tiny model has no pair); its text quotes summary_text of the grids its
+figure draws."""
 
 from __future__ import annotations
 

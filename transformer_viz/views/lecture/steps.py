@@ -140,15 +140,15 @@ STEPS: tuple[Step, ...] = (
          lines(r"LD = \mathrm{logit}(X) - \mathrm{logit}(Y)\ \text{at position } t",
                r"\text{restored share} = \frac{LD_{\text{patched}} - LD_{\text{corrupted}}}"
                r"{LD_{\text{clean}} - LD_{\text{corrupted}}}"), "why",
-         Notes("Two sentences one word apart, both fed the clean translation: copy one clean cell into "
-               "the corrupted run and see how much of the clean word returns. Read the summary aloud, "
-               "then open the page: its head grid names the cross-attention head that reads the "
-               "deciding word, and its last section shows which words leaned on the source at all.",
-               "The encoder cell of the changed word restores nearly everything at layer 0. Why does "
-               "the same word's cell restore less, or move elsewhere, in later layers?",
-               "A restored share is causal for this pair and this position only: a head that restores "
-               "little here may matter for other sentences, and shares can exceed 1 or go below 0 "
-               "when a patch overshoots or pushes the other way.")),
+         Notes("Two sentences one word apart, both fed the clean translation: copy one clean "
+               "cell into the corrupted run and see how much of the clean word returns. Read the "
+               "summary aloud, then open the page: its head grid names the cross-attention head "
+               "that reads the deciding word; its last section, which words leaned on the source.",
+               "The encoder cell of the changed word restores nearly everything at layer 0. Why "
+               "does the same word's cell restore less, or move elsewhere, in later layers?",
+               "A restored share is causal for this pair and this position only: a head that "
+               "restores little here may matter for other sentences, and shares can exceed 1 or "
+               "go below 0 when a patch overshoots or pushes the other way.")),
     Step("decoder_only", "Decoder-only models complete the sentence", fig_decoder_only, text_decoder_only,
          lines(r"P_T(x_t \mid x_{<t}) = \text{softmax}(h_{t-1} E^\top / T)", r"x_t \sim P_T,\ \text{then append } x_t"),
          "complete",

@@ -254,9 +254,10 @@ def text_why(ctx: Context) -> str:
     pair = lecture_pair(ctx)
     p = pair.patching
     if p is None:
-        return ("Activation patching needs two sentences one word apart that translate differently. "
-                "No single token of this sentence, replaced by another of its tokens, changes a word "
-                "of the translation here: the bars show what switching heads off costs instead.")
+        return ("Activation patching needs two sentences one word apart that translate "
+                "differently. No single token of this sentence, replaced by another of its tokens, "
+                "changes a word of the translation here: the bars show what switching heads off "
+                "costs instead.")
     X, Y = word(p.clean_token), word(p.corrupted_token)
     if pair.preset is not None:
         opening = (f"The lecture's pair “{pair.clean}” and “{pair.corrupted}” differ in one word, "
