@@ -85,7 +85,7 @@ def test_bad_input_is_one_line_of_error_and_the_page_stays(make_app):
     assert not [box for box in at.selectbox if box.key == "why_pos"]  # it needs both translations
     at.text_input(key="why_corrupted").set_value(CORRUPTED)
     rerun(at)
-    assert not errors(at) and len(at.get("plotly_chart")) == 4
+    assert not errors(at) and len(at.get("plotly_chart")) == 5  # and "Source or prefix?"
 
 
 def test_a_position_where_both_runs_agree_is_an_error_then_another_works(make_app, tiny_checkpoint):
@@ -183,3 +183,25 @@ def test_a_link_reopens_a_preset_at_another_position(shipped_app, shipped_checkp
         assert len(errors(at)) == 1 and "both sources lead to" in errors(at)[0]
         return
     assert_shows(at, expected)
+
+
+def test_source_or_prefix_shows_each_written_tokens_shares_summing_to_1(make_app, tiny_checkpoint):
+    from tests.support.apptest import latex
+    from transformer_viz.engine import run_sentence
+    from transformer_viz.interpret.source_share import source_shares
+
+    at = typed(make_app)
+    assert any(h.value == "Source or prefix?" for h in at.subheader)
+    assert "source share" in latex(at)
+    assert any("Voita, Sennrich and Titov" in m.value and "integrated gradients" in m.value
+               for m in at.markdown)
+    source, prefix = chart(at, "why-source-share")["data"]
+    np.testing.assert_allclose(array(source["y"]) + array(prefix["y"]), 1.0, atol=1e-9)
+    run = run_sentence(tiny_checkpoint, CLEAN)
+    expected = source_shares(tiny_checkpoint.model, run.src_ids, run.tgt_ids)
+    np.testing.assert_allclose(array(source["y"]), expected.source_share, rtol=1e-4, atol=1e-6)
+    assert len(source["x"]) == len(run.tgt_ids)  # the translation's tokens and </s>
+    flags = [m.value for m in at.markdown if "Little from the source" in m.value]
+    assert len(flags) == 1 and "under-translation" in flags[0]
+    low = [t for t, f in zip(run.tgt_tokens[1:] + ["</s>"], expected.low_source) if f]
+    assert ("none" in flags[0].split("**Source words")[0]) == (not low)

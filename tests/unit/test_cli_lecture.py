@@ -23,7 +23,7 @@ def test_it_writes_the_file_and_reports_its_size(checkpoint_dir, tmp_path, capsy
                              str(checkpoint_dir), "--notes", "-o", str(path))
     assert code == 0 and not err
     size = path.stat().st_size
-    assert out == f"wrote {path}: {size / 1e6:.1f} MB, the title page and 19 steps\n"
+    assert out == f"wrote {path}: {size / 1e6:.1f} MB, the title page and 20 steps\n"
     text = path.read_text(encoding="utf-8")
     assert text.startswith("<!DOCTYPE html>") and "Speaker notes" in text
 

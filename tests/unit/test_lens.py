@@ -10,7 +10,7 @@ import torch
 
 from transformer_viz.interpret.lens import sublayer_lens
 from transformer_viz.interpret.tuned_lens import (TunedLens, load_tuned_lens, mean_kl, save_tuned_lens,
-                                                  train_tuned_lens)
+                                                  sentence_lens, train_tuned_lens)
 from transformer_viz.models.config import preset
 from transformer_viz.models.transformer import Transformer
 
@@ -68,3 +68,44 @@ def test_a_trained_tuned_lens_reads_held_out_sentences_closer_to_the_output(tmp_
     loaded = load_tuned_lens(tmp_path, model.cfg)
     assert mean_kl(model, loaded, held_out) == pytest.approx(tuned, rel=1e-6)
     assert load_tuned_lens(tmp_path / "none", model.cfg) is None
+
+
+def test_one_sentences_lens_reading_is_the_logit_lens_and_its_kl_is_layer_kls():
+    from transformer_viz.interpret.explain import logit_lens
+
+    model = tiny()
+    src, tgt = [5, 9, 17, 9, 2], [1, 8, 14, 8]
+    plain = sentence_lens(model, None, src, tgt)
+    expected = logit_lens(model, src, tgt)
+    np.testing.assert_array_equal(plain["rank"], expected["rank"])
+    np.testing.assert_allclose(plain["p"], expected["p"], atol=1e-6)
+    # the identity lens reads as the plain one; the last layer is the output itself
+    identity = sentence_lens(model, TunedLens(model.cfg.d_model, model.cfg.N), src, tgt)
+    np.testing.assert_allclose(identity["kl"], plain["kl"], atol=1e-6)
+    assert plain["kl"][-1] == pytest.approx(0.0, abs=1e-5) and (plain["kl"][:-1] > 1e-4).all()
+    assert mean_kl(model, None, [(src, tgt[1:])]) == pytest.approx(list(plain["kl"]), rel=1e-5)
+
+
+@pytest.mark.parametrize("name", ["de-en", "en-de"])
+def test_the_shipped_tuned_lenses_read_a_sentence_closer_to_the_output(name):
+    from pathlib import Path
+
+    from transformer_viz.checkpoints import load_checkpoint
+    from transformer_viz.engine import run_sentence
+
+    ckpt = load_checkpoint(Path(__file__).resolve().parents[2] / "checkpoints" / name)
+    sentence = "Ein Mann spielt im Park." if name == "de-en" else "A man plays in the park."
+    run = run_sentence(ckpt, sentence)
+    lens = load_tuned_lens(ckpt.path, ckpt.config)
+    plain = sentence_lens(ckpt.model, None, run.src_ids, run.tgt_ids)["kl"]
+    tuned = sentence_lens(ckpt.model, lens, run.src_ids, run.tgt_ids)["kl"]
+    assert (tuned[:-1] < plain[:-1]).all(), (plain, tuned)
+
+
+def test_a_position_is_decided_where_the_written_token_becomes_and_stays_the_top_guess():
+    from transformer_viz.interpret.lens import decided_at
+
+    rank = np.array([[[3, 1, 2, 5], [1, 1, 1, 4]], [[1, 1, 1, 2], [1, 1, 1, 3]]])  # (N=2, 2, T=4)
+    rank = np.concatenate([rank, np.ones((2, 1, 4), int)], 1)  # (2, 3, 4): the FFN rows rank 1
+    rank[1, 2, 3] = 2  # the last reading of position 3 is not the written token
+    assert decided_at(rank).tolist() == [1, 0, 1, -1]

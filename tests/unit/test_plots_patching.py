@@ -7,7 +7,8 @@ import numpy as np
 
 from tests.support.figures import z_of
 from transformer_viz.plots.patching import (CANNOT_REACH, contrast_figure, decoder_patch_figure,
-                                            encoder_patch_figure, head_patch_figure)
+                                            encoder_patch_figure, head_patch_figure,
+                                            source_share_figure)
 
 RNG = np.random.default_rng(0)
 
@@ -52,3 +53,14 @@ def test_the_contrast_bars_are_the_source_the_prefix_and_the_plain_attribution()
     np.testing.assert_array_equal(bars[("why X (plain)", "y")].x, plain)
     assert fig.layout.yaxis.autorange == "reversed"  # the first token on top
     assert len(contrast_figure(source, list("abcd"), target, ["<s>", "x"]).data) == 2
+
+
+def test_the_source_and_prefix_shares_stack_to_1_and_the_flagged_tokens_are_hatched():
+    share = np.array([0.9, 0.3, 0.55])
+    fig = source_share_figure(["a", "b", "</s>"], share, share < 0.4, threshold=0.4, title="S")
+    source, prefix = fig.data
+    assert fig.layout.barmode == "stack" and list(source.x) == ["a", "b", "</s>"]
+    np.testing.assert_allclose(np.asarray(source.y) + np.asarray(prefix.y), 1.0)
+    np.testing.assert_allclose(source.y, share)
+    assert list(source.marker.pattern.shape) == ["", "/", ""]
+    assert fig.layout.shapes[0].y0 == 0.4

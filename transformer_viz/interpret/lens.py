@@ -85,3 +85,14 @@ def sublayer_lens(model: Transformer, src: torch.Tensor, tgt: torch.Tensor,
     shape = (model.cfg.N, len(SUBLAYERS), -1)
     return {key: torch.stack(values).view(shape).cpu().numpy()
             for key, values in (("p", p), ("rank", rank), ("kl", kl))}
+
+
+def decided_at(rank: np.ndarray) -> np.ndarray:
+    """Per target position, the first reading (row of ``rank`` (N, 3, T) flattened to N·3 rows:
+    layer by layer, sublayer by sublayer) from which the token finally written is the top guess
+    at every later reading too; −1 where the last reading does not rank it first (a suppressed
+    token)."""
+    rows = np.asarray(rank).reshape(-1, np.shape(rank)[-1]) == 1  # (N·3, T)
+    # a position is decided at row r when rows r … end all rank it first
+    stays = np.flip(np.cumprod(np.flip(rows, 0), 0), 0).astype(bool)  # (N·3, T)
+    return np.where(stays[-1], stays.argmax(0), -1)

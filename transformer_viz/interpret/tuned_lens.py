@@ -118,3 +118,24 @@ def load_tuned_lens(directory: str | Path, cfg) -> TunedLens | None:
     lens = TunedLens(cfg.d_model, cfg.N)
     lens.load_state_dict({k: v.float() for k, v in load_file(str(path)).items()})
     return lens.eval()
+
+
+@torch.no_grad()
+def sentence_lens(model: Transformer, lens: TunedLens | None, src_ids: list[int],
+                  tgt_ids: list[int], top_k: int = 5) -> dict:
+    """One sentence pair read through ``lens`` (None: the plain logit lens): explain.lens_numbers
+    of every layer's stream (top_ids, top_probs, rank, p), and "kl" (N,), each layer's mean
+    KL(p_final ‖ lens_l) over the sentence's target positions, in nats (layer_kl's numbers)."""
+    from transformer_viz.interpret.explain import lens_numbers
+    from transformer_viz.text.corpora import make_batch
+
+    cfg = model.cfg
+    batch = make_batch([(list(src_ids), list(tgt_ids[1:]))], cfg.pad_id, cfg.bos_id, cfg.eos_id)
+    batch = batch.to(next(model.parameters()).device)
+    _, streams = forward_with_streams(model, batch.src, batch.tgt_in)
+    if lens is not None:
+        streams = [lens(stream, layer) for layer, stream in enumerate(streams)]
+    out = lens_numbers(model, streams, batch.tgt_out[0], top_k)
+    kl, n = layer_kl(model, lens, batch)
+    out["kl"] = (kl / max(n, 1)).cpu().numpy()
+    return out

@@ -1,6 +1,7 @@
 """Figures for "What does a head do?": the log-probability a translation loses per head switched off, each
 token's probability with and without heads, the decoder's guess after each layer (logit lens), and the
-encoder heads linking a pronoun to its noun. Plain arrays in, a Figure out."""
+encoder heads linking a pronoun to its noun; the map of head types, the lens inside each layer
+(after each sublayer) and each layer's KL to the output. Plain arrays in, a Figure out."""
 
 from __future__ import annotations
 
@@ -86,3 +87,87 @@ def pronoun_figure(weights, candidates: list[str], title: str | None = None) -> 
     layout["coloraxis"] = {"colorscale": SEQUENTIAL, "cmin": 0, "cmax": max(0.5, float(weights.max())),
                            "colorbar": {"title": {"text": "weight"}}}
     return make_figure(data, layout, title, 140 + 40 * N)
+
+
+# Okabe and Ito's colours, one per head type, and grey for "mixed" (no pattern stands out).
+TYPE_COLOURS = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#BBBBBB")
+KIND_TITLES = {"enc": "encoder self-attention", "dec": "decoder self-attention",
+               "cross": "cross-attention"}
+
+
+def _discrete_scale(colours) -> list:
+    """A colour scale over 0 … n − 1 with one flat band per integer."""
+    n = len(colours)
+    return [[edge / n, c] for i, c in enumerate(colours) for edge in (i, i + 1)]
+
+
+def head_type_figure(types, type_names: tuple[str, ...],
+                     kinds: tuple[str, ...] = ("enc", "dec", "cross"),
+                     title: str | None = None) -> go.Figure:
+    """The map of head types: one panel per kind of attention, layer (rows) × head (columns), each
+    cell coloured by its head's type (``type_names`` index) and labelled with it. types (K, N, h) of
+    names from ``type_names``."""
+    names = np.asarray(types, dtype=object)
+    K, N, h = names.shape
+    z = np.vectorize(type_names.index, otypes=[float])(names)  # (K, N, h)
+    data, layout = [], {}
+    for k, kind in enumerate(kinds):
+        suffix = "" if k == 0 else str(k + 1)
+        panel = KIND_TITLES.get(kind, kind)
+        rows = [f"layer {i}" for i in range(N)]
+        data.append({"type": "heatmap", "z": z[k], "x": [f"head {j}" for j in range(h)], "y": rows,
+                     "xaxis": f"x{suffix}", "yaxis": f"y{suffix}", "coloraxis": "coloraxis",
+                     "name": panel, "text": names[k].tolist(), "texttemplate": "%{text}",
+                     "textfont": {"size": 9}, "customdata": [[f"{kind}.{i}.{j}" for j in range(h)]
+                                                             for i in range(N)],
+                     "hovertemplate": "%{customdata}: %{text}<extra></extra>"})
+        layout[f"xaxis{suffix}"] = {"domain": [k / K + 0.02, (k + 1) / K - 0.02],
+                                    "type": "category", "title": {"text": panel}}
+        layout[f"yaxis{suffix}"] = {"type": "category", "autorange": "reversed",
+                                    "anchor": f"x{suffix}", "showticklabels": k == 0}
+    n = len(type_names)
+    layout["coloraxis"] = {"colorscale": _discrete_scale(TYPE_COLOURS[:n]), "cmin": -0.5,
+                           "cmax": n - 0.5,
+                           "colorbar": {"tickvals": list(range(n)), "ticktext": list(type_names),
+                                        "title": {"text": "head type"}}}
+    return make_figure(data, layout, title, 140 + 40 * N)
+
+
+SUBLAYER_NAMES = ("after self-attention", "after cross-attention", "after the FFN")
+
+
+def sublayer_lens_figure(p, rank, labels: list[str], title: str | None = None) -> go.Figure:
+    """The logit lens inside each decoder layer: row = (layer, sublayer), column = target position;
+    colour = the probability of the token finally written, cell text = its rank there, so the row
+    where a column turns bright is the sublayer that decided it. p, rank (N, 3, T)."""
+    p, rank = np.asarray(p, dtype=np.float64), np.asarray(rank)
+    N, K, T = p.shape
+    rows = [f"layer {i}, {SUBLAYER_NAMES[k]}" for i in range(N) for k in range(K)]
+    trace = heatmap_traces(p.reshape(N * K, T), list(labels), rows, "p(token written)",
+                           colorscale=SEQUENTIAL, zmin=0.0, zmax=1.0, value_format=".3f",
+                           colorbar={"title": {"text": "p of the<br>token written"}})[0]
+    trace.update(text=rank.reshape(N * K, T).astype(int).tolist(), texttemplate="%{text}",
+                 textfont={"size": 10},
+                 hovertemplate="%{y}, predicting after %{x}<br>p = %{z:.3f}, rank %{text}"
+                               "<extra></extra>")
+    layout = category_axes(list(labels), "decoder input position (predicts the next token)")
+    return make_figure([trace], layout, title, 200 + 26 * N * K)
+
+
+def layer_kl_figure(plain, tuned=None, title: str | None = None) -> go.Figure:
+    """Per decoder layer, the KL divergence from the model's output distribution to the lens's
+    reading of that layer, in nats: the plain logit lens (blue) and, when given, the tuned lens
+    (orange) beside it."""
+    plain = np.asarray(plain, dtype=np.float64)
+    x = [f"after layer {i}" for i in range(len(plain))]
+    series = [("plain logit lens", plain, BLUE)]
+    if tuned is not None:
+        series.append(("tuned lens", np.asarray(tuned, dtype=np.float64), ORANGE))
+    data = [{"type": "bar", "x": x, "y": values, "name": name, "marker": {"color": colour},
+             "hovertemplate": f"{name}<br>%{{x}}: KL %{{y:.3f}} nats<extra></extra>"}
+            for name, values, colour in series]
+    layout = {"barmode": "group", "xaxis": {"type": "category"},
+              "yaxis": {"title": {"text": "KL(output ‖ lens), nats"}, "rangemode": "tozero"},
+              "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02,
+                         "yanchor": "bottom"}}
+    return make_figure(data, layout, title, 300)

@@ -1,6 +1,7 @@
 """Figures for "Why this word?" (interpret/patching.py, interpret/contrast.py): the restored shares
 of activation patching per encoder layer × source position, per decoder layer × target position
-(the causal cone drawn: the cells after t grey) and per head, and the contrastive attribution as
+(the causal cone drawn: the cells after t grey) and per head, the contrastive attribution as
+bars, and each written token's source and prefix shares (interpret/source_share.py) as stacked
 bars. Plain arrays in, a Figure out."""
 
 from __future__ import annotations
@@ -8,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from transformer_viz.plots.common import (BLUE, LIGHT_BLUE, ORANGE, SEQUENTIAL, category_axes,
-                                          heatmap_traces, make_figure)
+from transformer_viz.plots.common import (BLUE, LIGHT_BLUE, LIGHT_ORANGE, ORANGE, SEQUENTIAL,
+                                          category_axes, heatmap_traces, make_figure)
 
 SHARE = "restored share"
 # A share is a fraction of the clean run's preference: 0 nothing restored, 1 all of it. A patch
@@ -123,3 +124,30 @@ def contrast_figure(source, source_labels: list[str], target, target_labels: lis
                          "yref": "container"}, "margin": {"b": 80}}
     height = 180 + 26 * (S + P) + (14 * S if plain is not None else 0)
     return make_figure(data, layout, title, height)
+
+
+def source_share_figure(tokens: list[str], source_share, flagged=None,
+                        threshold: float | None = None, title: str | None = None) -> go.Figure:
+    """Stacked bars, one per written token (``tokens``): the share of its prediction that came from
+    the source (blue) and from the translation so far (orange), summing to 1. ``flagged`` (T,)
+    marks tokens with little from the source (hatched); ``threshold`` draws the flag's line."""
+    share = np.asarray(source_share, dtype=np.float64)
+    flagged = np.zeros(len(share), bool) if flagged is None else np.asarray(flagged, dtype=bool)
+    pattern = {"shape": ["/" if f else "" for f in flagged], "fgcolor": "#333"}
+    data = [{"type": "bar", "x": list(tokens), "y": values, "name": name,
+             "marker": {"color": colour, "pattern": pattern},
+             "hovertemplate": f"%{{x}}<br>{name}: %{{y:.3f}}<extra></extra>"}
+            for name, values, colour in (("from the source", share, BLUE),
+                                         ("from the translation so far", 1 - share, LIGHT_ORANGE))]
+    layout = {"barmode": "stack", "bargap": 0.2,
+              "xaxis": {"type": "category", "title": {"text": "token written"}},
+              "yaxis": {"range": [0, 1], "title": {"text": "share of the attribution"}},
+              "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02,
+                         "yanchor": "bottom"}}
+    if threshold is not None:
+        line = {"color": "#333", "dash": "dash", "width": 1.5}
+        layout["shapes"] = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": threshold,
+                             "y1": threshold, "line": line}]
+    fig = make_figure(data, layout, title, LABELS_HEIGHT + 160)
+    fig.layout.meta = {"min_width": 40 * len(share)}
+    return fig

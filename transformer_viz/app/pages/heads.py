@@ -1,14 +1,16 @@
-"""What does a head do? Heads switched off, the decoder's guess after each layer (logit lens), and which source
-words a translation used (attribution beside attention), with the lecture's coreference sentences."""
+"""What does a head do? Heads switched off, the decoder's guess after each layer and sublayer
+(plain or tuned lens), which source words a translation used (attribution beside attention), the
+lecture's coreference sentences, and a map of head types with each head's identity card."""
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from transformer_viz.app import frame, heads_view, loaders, steps, widgets
+from transformer_viz.app import (frame, head_map_view, heads_view, lens_view, steps,
+                                 widgets)
 from transformer_viz.interpret.ablation import Head, all_heads
 from transformer_viz.plots.common import DIVERGING, heatmap, token_labels
-from transformer_viz.plots.heads import head_drop_figure, lens_figure, pronoun_figure, token_prob_figure
+from transformer_viz.plots.heads import head_drop_figure, pronoun_figure, token_prob_figure
 from transformer_viz.plots.layers import attention_map
 from transformer_viz.interpret import explain as X
 
@@ -19,14 +21,14 @@ sel, run = frame.page_header(
     "switched off by zeroing its output head_i, its d_k columns of Concat(head_1, …, head_h), before W_O.",
     r"\mathrm{MultiHead} = \mathrm{Concat}(m_1\,\mathrm{head}_1, \dots, m_h\,\mathrm{head}_h)\,W_O,\quad "
     r"m_i \in \{0, 1\},\qquad f_t = \log p(y_t \mid y_{<t}, x)")
-cfg, ckpt = run.config, loaders.get_checkpoint(sel.checkpoint)
-tokens_of = ckpt.tokenizer.convert_ids_to_tokens
+cfg = run.config
 src_labels, tgt_labels = token_labels(run.src_tokens), token_labels(run.tgt_tokens)
 written = run.tgt_tokens[1:] + ["</s>"]  # what each decoder position predicts
 names = [str(h) for h in all_heads(cfg)]
 
-off_tab, lens_tab, source_tab, coref_tab = steps.tabs([
-    "1 · Switch heads off", "2 · Each layer's guess", "3 · Which source words?", "4 · “it” and “they”",
+off_tab, lens_tab, source_tab, coref_tab, cards_tab = steps.tabs([
+    "1 · Switch heads off", "2 · Each layer's guess", "3 · Which source words?",
+    "4 · “it” and “they”", "5 · Head types",
 ], key="heads_step")
 
 if off_tab.open:
@@ -55,22 +57,7 @@ if off_tab.open:
 
 if lens_tab.open:
     with lens_tab:
-        st.latex(r"\text{guess after layer } l:\ \mathrm{softmax}\big(\mathrm{LN}_{\text{final}}(y^{(l)})\,E^\top\big)"
-                 r"\quad(\mathrm{LN}_{\text{final}} = \text{identity for Post-LN})")
-        st.markdown(X.LENS_NOTE[cfg.pre_ln])
-        final_norm = not cfg.pre_ln or st.toggle("Apply the final LayerNorm to every layer", True, key="heads_lens_norm")
-        lens = heads_view.lens(sel.checkpoint, sel.sentence, final_norm)
-        top_tokens = [[tokens_of(list(map(int, ids))) for ids in layer] for layer in lens["top_ids"]]
-        fig = widgets.cached_figure(lens_figure, lens["rank"], top_tokens, lens["top_probs"], tgt_labels,
-                                    title="Each decoder layer's guess of the next token (cell: its top guess)")
-        widgets.chart(fig, {f"rank after layer {i}": lens["rank"][i] for i in range(cfg.N)} | {"written": written},
-                      "heads-lens", caption="Colour: log₁₀ of the rank of the token finally written (0 = already the "
-                                            "top guess). Hover a cell for that layer's top 5.")
-        ready = (lens["rank"] == 1).argmax(0)  # first layer whose top guess is the final token
-        never = ~(lens["rank"] == 1).any(0)
-        counts = [int(((ready == i) & ~never).sum()) for i in range(cfg.N)]
-        st.markdown("The written token is first the top guess " + ", ".join(
-            f"after layer {i} at {c} position(s)" for i, c in enumerate(counts)) + f", of {len(written)}.")
+        lens_view.lens_step(sel, cfg.pre_ln, tgt_labels, written)
 
 if source_tab.open:
     with source_tab:
@@ -146,3 +133,7 @@ if coref_tab.open:
             widgets.show_user_text("Every head on", run.translation)
         with right:
             widgets.show_user_text(f"With {best} off", off_text)
+
+if cards_tab.open:
+    with cards_tab:
+        head_map_view.cards_step(sel, names)

@@ -1,10 +1,11 @@
 """Why this word? Activation patching between a clean and a corrupted sentence (one word apart) at
-one target position, and beside it the contrastive attribution "why X, not Y?"."""
+one target position, beside it the contrastive attribution "why X, not Y?", and below, for the
+clean translation, each word's share from the source and from the translation so far."""
 
 import pandas as pd
 import streamlit as st
 
-from transformer_viz.app import frame, widgets
+from transformer_viz.app import frame, source_share_view, widgets
 from transformer_viz.app import patching_view as V
 from transformer_viz.app.widgets import escape_markdown
 from transformer_viz.interpret.ablation import KINDS
@@ -102,3 +103,5 @@ shares = head_shares(g)
 widgets.chart(fig, {"head": list(shares), "restored share": list(shares.values())}, "why-heads",
               caption="Each cell copies one head's d_k columns of Concat(head_1, …, head_h) from "
                       "the clean run; a head that alone restores much of the word carries it.")
+
+source_share_view.section(pair.checkpoint, pair.clean)

@@ -28,6 +28,7 @@ class Context:
     position: int = 1  # the decoding step the inference step shows (1-based)
     model: object = None  # the run's Transformer: the "what does a head do?" step switches its heads off
     beam_run: SentenceRun | None = None  # the same sentence by beam search: the inference step draws its beams
+    checkpoint: object = None  # the loaded checkpoint: "Why this word?" translates its preset pair
 
 
 BEAM_K = 4  # the beams the inference step's figure draws

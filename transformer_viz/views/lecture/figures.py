@@ -16,15 +16,17 @@ from transformer_viz.plots import embeddings as embedding_plots
 from transformer_viz.plots import heads as heads_plots
 from transformer_viz.plots import layers as layer_plots
 from transformer_viz.plots import lecture as lecture_plots
+from transformer_viz.plots import patching as patching_plots
 from transformer_viz.plots import positional as positional_plots
 from transformer_viz.plots import sampling as sampling_plots
 from transformer_viz.plots import training as training_plots
-from transformer_viz.plots.common import projector_layout, token_labels
+from transformer_viz.plots.common import projector_layout, safe_label, token_labels, token_text
 from transformer_viz.text.analysis import beam_tree_data
 from transformer_viz.training.schedule import learning_rate
 from transformer_viz.views.lecture.context import (
     LOOKUP_KEYS, Context, detr_queries, encoder_weights, head_drops, lookup_weights,
     padded_length, traced)
+from transformer_viz.views.lecture.why import lecture_pair
 from transformer_viz.views.spec import FigureSpec
 
 
@@ -192,6 +194,29 @@ def fig_heads(ctx: Context) -> FigureSpec:
                       {"head": names, "drop (nats)": numbers.drops})
 
 
+def why_labels(p) -> list[str]:
+    """The patched pair's source tokens, the replaced one as "clean→corrupted" (as the page)."""
+    labels = token_labels(p.src_tokens)
+    for s in p.changed:
+        labels[s] = f"{s} {safe_label(token_text(p.src_tokens[s]))}→" \
+                    f"{safe_label(token_text(p.corrupted_tokens[s]))}"
+    return labels
+
+
+def fig_why(ctx: Context) -> FigureSpec:
+    p = lecture_pair(ctx).patching
+    if p is None:  # no replacement changes a word (the text says so): the heads' drops instead
+        return fig_heads(ctx)
+    g, labels = p.grids, why_labels(p)
+    title = (f"Encoder cells copied from the clean run: how much of "
+             f"“{safe_label(token_text(p.clean_token))}” comes back")
+    return FigureSpec(patching_plots.encoder_patch_figure,
+                      (g.encoder, g.encoder_all, labels, list(p.changed)), {"title": title},
+                      {"source": labels + ["all positions"],
+                       **{f"layer {i}": list(row) + [g.encoder_all[i]]
+                          for i, row in enumerate(g.encoder)}})
+
+
 def fig_decoder_only(ctx: Context) -> FigureSpec:
     src, tgt = ctx.run.src_tokens, ctx.run.tgt_tokens
     one = token_labels(src + tgt)  # a decoder-only model that translated would read source and target as one text
@@ -213,7 +238,7 @@ def fig_detr(ctx: Context) -> FigureSpec:
 
 BUILDERS = (fig_rnn, fig_lookup, fig_tokens, fig_embeddings, fig_positional, fig_qkv, fig_scores, fig_multihead,
             fig_add_norm, fig_encoder_stack, fig_masked_self, fig_cross, fig_output, fig_training, fig_inference,
-            fig_heads, fig_decoder_only, fig_vit, fig_detr)
+            fig_heads, fig_why, fig_decoder_only, fig_vit, fig_detr)
 # Keyed by the builder itself: `step.figure in FIGURES` checks that a step names one of them.
 FIGURES: dict[Callable[[Context], FigureSpec], Callable[[Context], FigureSpec]] = {f: f for f in BUILDERS}
 

@@ -20,6 +20,8 @@ from transformer_viz.views.lecture.texts import (
     text_vit)
 from transformer_viz.views.lecture.figures import fig_heads  # noqa: I001 (the step "What does a head do?")
 from transformer_viz.views.lecture.texts import text_heads
+from transformer_viz.views.lecture.figures import fig_why  # noqa: I001 (the step "Why this word?")
+from transformer_viz.views.lecture.texts import text_why
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,19 @@ STEPS: tuple[Step, ...] = (
                "translation?",
                "Attention weights are not an explanation: a head can attend strongly to a word whose removal changes "
                "nothing (other heads carry the same information), and heads on </s> or '.' often act as a no-op.")),
+    Step("why", "Why this word? Activation patching", fig_why, text_why,
+         lines(r"LD = \mathrm{logit}(X) - \mathrm{logit}(Y)\ \text{at position } t",
+               r"\text{restored share} = \frac{LD_{\text{patched}} - LD_{\text{corrupted}}}"
+               r"{LD_{\text{clean}} - LD_{\text{corrupted}}}"), "why",
+         Notes("Two sentences one word apart, both fed the clean translation: copy one clean "
+               "cell into the corrupted run and see how much of the clean word returns. Read the "
+               "summary aloud, then open the page: its head grid names the cross-attention head "
+               "that reads the deciding word; its last section, which words leaned on the source.",
+               "The encoder cell of the changed word restores nearly everything at layer 0. Why "
+               "does the same word's cell restore less, or move elsewhere, in later layers?",
+               "A restored share is causal for this pair and this position only: a head that "
+               "restores little here may matter for other sentences, and shares can exceed 1 or "
+               "go below 0 when a patch overshoots or pushes the other way.")),
     Step("decoder_only", "Decoder-only models complete the sentence", fig_decoder_only, text_decoder_only,
          lines(r"P_T(x_t \mid x_{<t}) = \text{softmax}(h_{t-1} E^\top / T)", r"x_t \sim P_T,\ \text{then append } x_t"),
          "complete",
@@ -162,7 +177,7 @@ def step_context(step: Step, ckpt, run, layer: int = 0, head: int = 0, position:
     the sentence's beam search (BEAM_K wide, no trace); it is called only for the step that draws one."""
     beam_run = beam() if beam is not None and step.id == "inference" else None
     return Context(run, layer, head, ckpt.tokenizer.convert_ids_to_tokens, ckpt.metadata, position,
-                   ckpt.model, beam_run)
+                   ckpt.model, beam_run, ckpt)
 
 
 def step_number(raw, n: int = len(STEPS)) -> int:

@@ -13,6 +13,7 @@ from transformer_viz.training.schedule import learning_rate
 from transformer_viz.views.lecture.context import (
     Context, detr_queries, encoder_weights, head_drops, lookup_weights, padded_length, traced)
 from transformer_viz.views.lecture.figures import HEADS_SHOWN
+from transformer_viz.views.lecture.why import lecture_pair
 
 
 def word(token: str) -> str:
@@ -245,6 +246,30 @@ def text_heads(ctx: Context) -> str:
             f"{numbers.drops[order[1]]:.2f}; "
             f"{small} heads change it by less than 0.05. "
             f"A head's attention map alone does not say which of these it is.")
+
+
+def text_why(ctx: Context) -> str:
+    from transformer_viz.interpret.patching import summary_text
+
+    pair = lecture_pair(ctx)
+    p = pair.patching
+    if p is None:
+        return ("Activation patching needs two sentences one word apart that translate "
+                "differently. No single token of this sentence, replaced by another of its tokens, "
+                "changes a word of the translation here: the bars show what switching heads off "
+                "costs instead.")
+    X, Y = word(p.clean_token), word(p.corrupted_token)
+    if pair.preset is not None:
+        opening = (f"The lecture's pair “{pair.clean}” and “{pair.corrupted}” differ in one word, "
+                   f"and at position {p.position} the clean run writes “{X}” where the corrupted "
+                   f"run prefers “{Y}”.")
+    else:
+        s = p.changed[0]
+        opening = (f"This model has no pair of the lecture's, so here “{word(p.src_tokens[s])}” is "
+                   f"replaced by “{word(p.corrupted_tokens[s])}”: at position {p.position} the "
+                   f"clean run writes “{X}”, the corrupted run prefers “{Y}”.")
+    return (f"{opening} Copying one activation of the clean run into the corrupted run shows how "
+            f"much of that preference it carries. {summary_text(p)}")
 
 
 def text_decoder_only(ctx: Context) -> str:
