@@ -52,8 +52,9 @@ def normalise_sentence(text: str) -> str:
 
 def parse_number(text: str, integer: bool = False) -> float | None:
     """The number typed, or None: "2.83", "2,83" (a decimal comma), "1 234", "1,234" or "1_234" for
-    a whole number; a trailing unit or "≈" is ignored."""
-    text = normalise(text).lstrip("≈~= ").replace("−", "-")
+    a whole number; "≈", a name before "=" and a unit after the number are ignored."""
+    text = normalise(text).rsplit("=", 1)[-1]  # "S = 8", "d_k = 8": the number after the name
+    text = text.lstrip("≈~ ").replace("−", "-")
     if integer:
         text = re.sub(r"(?<=\d)[\s,_'’.](?=\d{3}\b)", "", text)
     elif text.count(",") == 1 and "." not in text:
