@@ -1,7 +1,7 @@
-"""The Practice page through AppTest: every exercise opened by its address (?ex=N) and answered right, the
-progress in the URL (done=…) and the summary growing with each; a wrong answer, which marks nothing; the
-three hints one at a time, the last with its figure; a tutor's link reopening the progress; the sidebar's
-parameters left as they were."""
+"""The Practice page through AppTest: every exercise opened by its address (?ex=N) and answered
+right, the progress in the URL (done=…) and the summary growing with each; a wrong answer, which
+marks nothing; the three hints one at a time, the last with its figure; a tutor's link reopening the
+progress; the sidebar's parameters left as they were."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ N = len(P.EXERCISES)
 
 @pytest.fixture(scope="module")
 def answers(tiny_checkpoint) -> list[P.Posed]:
-    """Every exercise posed on the sentence the app opens with (layer 0, head 0, the sidebar's first)."""
+    """Every exercise posed on the sentence the app opens with, in layer 0 and head 0."""
     context = P.Context(run_sentence(tiny_checkpoint, SENTENCE), tiny_checkpoint, 0, 0)
     return [e.pose(context) for e in P.EXERCISES]
 

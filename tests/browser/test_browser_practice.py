@@ -1,6 +1,6 @@
-"""The Practice page in headless Chromium on the tiny checkpoint: an exercise answered wrongly, its three
-hints taken one at a time (the last draws the answer on a figure), then answered rightly, and the URL
-marking it done."""
+"""The Practice page in headless Chromium on the tiny checkpoint: an exercise answered wrongly, its
+three hints taken one at a time (the last draws the answer on a figure), then answered rightly, and
+the URL marking it done."""
 
 from __future__ import annotations
 
@@ -39,8 +39,8 @@ def check(pg, typed: str, shows: str) -> None:
     act_and_wait(pg, lambda: field.press("Enter"), text=shows)
 
 
-def test_a_wrong_answer_three_hints_then_the_right_one_marked_done_in_the_url(browser, tiny_url,  # noqa: F811
-                                                                                tokenizer):
+def test_a_wrong_answer_three_hints_then_the_right_answer_marked_done(  # noqa: F811
+        browser, tiny_url, tokenizer):
     tokens = len(tokenizer(SENTENCE, add_special_tokens=False)["input_ids"]) + 1  # and </s>
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     context.add_init_script(COUNT_RUNS_JS)
@@ -57,7 +57,8 @@ def test_a_wrong_answer_three_hints_then_the_right_one_marked_done_in_the_url(br
             button = pg.get_by_role("button", name=f"Show hint {k} of 3")
             act_and_wait(pg, button.click, text="Hint 3, the answer." if k == 3 else f"Hint {k}.")
         assert pg.get_by_role("button", name="Show hint").count() == 0
-        assert pg.locator('[data-testid="stMain"] .js-plotly-plot').count() == 1  # the answer's figure
+        # the answer's figure
+        assert pg.locator('[data-testid="stMain"] .js-plotly-plot').count() == 1
         check(pg, f" {tokens} ", "Right:")
         assert query_of(pg)["done"] == ["1"] and query_of(pg)["s"] == [SENTENCE]
         assert pg.get_by_text("1 of 14 answered correctly: 1.").count() == 1

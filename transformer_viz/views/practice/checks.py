@@ -75,7 +75,9 @@ def number_answer(expected: float, digits: int = 2, exact: bool = False) -> Answ
         whole = int(round(expected))
         return Answer(f"{whole:,}".replace(",", " "),
                       lambda typed: parse_number(typed, integer=True) == whole)
-    return Answer(f"{expected:.{digits}f}",
+    shown = f"{expected:.{digits}f}"
+    shown = shown.lstrip("-") if float(shown) == 0 else shown  # never "-0.00"
+    return Answer(shown,
                   lambda typed: (v := parse_number(typed)) is not None and within(v, expected))
 
 

@@ -103,17 +103,18 @@ def pose_positional(ctx: Context) -> Posed:
     value = float(run.trace["src.positional"].numpy()[pos, dim])  # (S, d_model): no batch axis
     angle = pos / cfg.pe_base ** (dim / cfg.d_model)
     spec = positional(run, "matrix", length=max(S, 8), interleaved=True)
+    answer = number_answer(value)
     return Posed(
         f"The positional encoding added at position pos = {pos} (the token "
         f"{shown(run.src_tokens[pos])}), dimension {dim} (2i = {dim}): what is PE({pos}, {dim})? "
         "(2 decimals)",
-        number_answer(value),
+        answer,
         ("PE(pos, 2i) = sin(pos / base^(2i/d_model)) and PE(pos, 2i+1) = cos(pos / "
          "base^(2i/d_model)).",
          f"Here base = {cfg.pe_base:g} and d_model = {cfg.d_model}: the angle is {pos} / "
          f"{cfg.pe_base:g}^({dim}/{cfg.d_model}) = {angle:.4f} radians (not degrees)."),
         f"PE({pos}, {dim}) = sin({angle:.4f}) = {value:.4f}.",
-        answer_figure(spec, f"Answer: PE({pos}, {dim}) = {value:.2f} (framed)", rows=(pos, pos),
+        answer_figure(spec, f"Answer: PE({pos}, {dim}) = {answer.shown} (framed)", rows=(pos, pos),
                       cols=(dim, dim)))
 
 

@@ -46,17 +46,18 @@ def pose_causal(ctx: Context) -> Posed:
     value = float(weights[a, b]) if b < T else 0.0  # a one-token translation has no later position
     name = lambda k: f" ({shown(run.tgt_tokens[k])})" if k < T else ""  # noqa: E731
     cell = {"rows": (a, a), "cols": (b, b)} if b < T else {}
+    answer = number_answer(value)
     return Posed(
         f"The decoder's self-attention is masked. In decoder layer {L}, head {H}, what weight does "
         f"position {a}{name(a)} give position {b}{name(b)}? (2 decimals)",
-        number_answer(value),
+        answer,
         (f"While it writes the token after position {a}, the decoder must not read the tokens it "
          "has not written yet.",
          "The causal mask sets the scores of every later position to −∞ before the softmax, and "
          "e^(−∞) = 0."),
         f"Position {b} comes after position {a}: masked, weight exactly {value:g}.",
         answer_figure(attention(run, L, H, "decoder", "weights"),
-                      f"Answer: {value:.2f} (framed: a masked cell)", **cell))
+                      f"Answer: {answer.shown} (framed: a masked cell)", **cell))
 
 
 def pose_head_off(ctx: Context) -> Posed:
@@ -98,18 +99,19 @@ def pose_add_norm(ctx: Context) -> Posed:
                       {"title": f"Encoder layer {L}, first Add & Norm"},
                       {"mean before": mean, "variance before": var, "mean after": after_mean,
                        "variance after": after_var})
+    answer = number_answer(value)
     return Posed(
         f"In encoder layer {L}, the first Add & Norm adds the self-attention's output to its "
         f"input and normalises the sum. At position 0 ({shown(run.src_tokens[0])}), what is the "
         f"mean of that sum over its d_model = {ctx.config.d_model} numbers, the mean LayerNorm "
         "subtracts? (2 decimals)",
-        number_answer(value),
+        answer,
         ("Add: x + Sublayer(x), the residual. Norm: subtract the mean μ of its d_model numbers, "
          "divide by √(σ² + ε), then scale by γ and shift by β.",
          "The Encoder page draws each position's mean and variance before and after LayerNorm: "
          "the mean before is the answer."),
         f"μ = {value:.4f} at position 0 (variance σ² = {float(var[0]):.4f}).",
-        answer_figure(spec, f"Answer: μ = {value:.2f} (framed)", cols=(0, 0)))
+        answer_figure(spec, f"Answer: μ = {answer.shown} (framed)", cols=(0, 0)))
 
 
 def pose_ffn(ctx: Context) -> Posed:

@@ -66,16 +66,17 @@ def pose_output(ctx: Context) -> Posed:
     token = ctx.checkpoint.tokenizer.convert_ids_to_tokens([written])[0]
     p = float(traced(ctx, "probs")[0, written])  # (T, V): position 0, the token written first
     spec, cell = _first_step(ctx)
+    answer = number_answer(p)
     return Posed(
         f"At decoder position 0 (its input is <s>), the model writes {shown(token)} first. What "
         "probability does the output softmax give that token? (2 decimals)",
-        number_answer(p),
+        answer,
         (f"The output is softmax(logits) over the whole vocabulary of V = {ctx.config.vocab_size} "
          "tokens; the logits are the decoder's last vector times Eᵀ.",
          "Greedy decoding writes the most probable token, so it is the longest bar at step 1 on "
          "the Decoding page."),
         f"p({shown(token)}) = {p:.4f}.",
-        answer_figure(spec, f"Answer: p = {p:.2f} (framed)", **cell))
+        answer_figure(spec, f"Answer: p = {answer.shown} (framed)", **cell))
 
 
 def pose_temperature(ctx: Context) -> Posed:
