@@ -104,19 +104,25 @@ def _more_hints(number: int) -> None:
     st.session_state[key] = min(st.session_state.get(key, 0) + 1, P.HINTS)
 
 
-def hints(number: int, exercise: P.Exercise, question: P.Posed) -> None:
-    """The hints taken so far, one more on each click; the third works the answer out on a
-    figure."""
+def hints(number: int, question: P.Posed) -> bool:
+    """The hints in words taken so far, and the button for one more; whether the third, the answer,
+    has been asked for (:func:`worked_answer` draws it, across the page: its figure needs the
+    width)."""
     taken = st.session_state.get(f"practice_hints_{number}", 0)
     for k, hint in enumerate(question.hints[:taken], start=1):
         st.markdown(f"**Hint {k}.** {widgets.escape_markdown(hint)}")
-    if taken >= P.HINTS:
-        st.markdown(f"**Hint 3, the answer.** {widgets.escape_markdown(question.solution)}")
-        spec = question.figure
-        widgets.chart(spec.figure(), spec.data, f"practice-{exercise.id}")
-    else:
+    if taken < P.HINTS:
         st.button(f"Show hint {taken + 1} of {P.HINTS}", key=f"practice_hint_{number}",
                   on_click=_more_hints, args=(number,))
+    return taken >= P.HINTS
+
+
+def worked_answer(exercise: P.Exercise, question: P.Posed) -> None:
+    """The third hint: the answer worked out, and drawn on the figure of the page that explains
+    it."""
+    st.markdown(f"**Hint 3, the answer.** {widgets.escape_markdown(question.solution)}")
+    spec = question.figure
+    widgets.chart(spec.figure(), spec.data, f"practice-{exercise.id}")
 
 
 def explained_on(exercise: P.Exercise, sel: Selection) -> None:
@@ -134,9 +140,6 @@ def explained_on(exercise: P.Exercise, sel: Selection) -> None:
 
 
 def progress_table(done: list[int]) -> dict[str, list[str]]:
-    """One row per exercise: its number and title, whether it was answered right, the page
-    explaining it."""
-    titles = {p.url_path: p.title for p in PAGES}
+    """One row per exercise: its number and title, and whether it was answered right."""
     return {"exercise": [f"{k}. {e.title}" for k, e in enumerate(P.EXERCISES, 1)],
-            "answered": ["✓ right" if k in done else "" for k in range(1, N + 1)],
-            "explained on": [titles[e.page] for e in P.EXERCISES]}
+            "answered": ["✓ right" if k in done else "" for k in range(1, N + 1)]}
