@@ -23,6 +23,7 @@ from transformer_viz.interpret.explain import head_drops_one_at_a_time
 from transformer_viz.plots.describe import describe
 from transformer_viz.plots.marks import mark_answer
 from transformer_viz.views import practice as P
+from transformer_viz.views.practice.checks import words_answer
 
 # Two sentences a direction: one whose every word is one piece, one with a word the tokenizer
 # splits.
@@ -279,6 +280,9 @@ def test_normalising_text_numbers_and_heads():
     assert P.head_name("cross-attention, layer 1, head 2") == "cross.1.2"
     assert P.head_name("encoder.0.3") == "enc.0.3" and P.head_name("cross 1") is None
     assert P.largest([0.5, 0.498, 0.1]) == [0, 1] and P.largest([-2.0, -1.0]) == [1]
+    several = words_answer(["mann", "park"], "“mann”, “park”")
+    assert several.check("“mann”, “park”") and several.check("Park") and several.check("mann or park")
+    assert not several.check("mann, ein") and not several.check("none") and not several.check("")
 
 
 def test_progress_in_the_url():

@@ -99,10 +99,16 @@ def token_answer(accepted: Iterable[str], shown: str) -> Answer:
 
 
 def words_answer(accepted: Iterable[str], shown: str) -> Answer:
-    """One of the ``accepted`` words (or "none" where there is none), whatever its case and
-    quotes."""
+    """One of the ``accepted`` words (or "none" where there is none), whatever its case and quotes;
+    several of them, separated by commas or spaces, are right too (the solution lists them so)."""
     wanted = {normalise_token(w) for w in accepted} or {"none"}
-    return Answer(shown, lambda typed: (normalise_token(typed) or "none") in wanted)
+
+    def check(typed: str) -> bool:
+        words = [normalise_token(w) for w in re.split(r"[,;\s]+|\bor\b|\band\b", normalise(typed))]
+        words = [w for w in words if w]
+        return set(words or ["none"]) <= wanted
+
+    return Answer(shown, check)
 
 
 def sentence_answer(expected: str) -> Answer:

@@ -3,6 +3,7 @@ positional encoding, and the size of one head (d_k)."""
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -83,6 +84,9 @@ def pose_scale(ctx: Context) -> Posed:
     raw = ctx.checkpoint.model.src_embed.weight[token_id].detach().double().numpy()
     scaled = traced(ctx, "src.embedding")[0].astype(np.float64)  # (d_model,), the first token's row
     factor = float(np.linalg.norm(scaled) / np.linalg.norm(raw))  # the live ratio, not the formula
+    # An imported model may leave its embeddings unscaled (ModelConfig.scale_embedding): factor 1.
+    paper = abs(factor - math.sqrt(cfg.d_model)) < 1e-3 * factor
+    formula = f"Factor = √{cfg.d_model} = " if paper else "This model does not scale them: factor "
     spec = FigureSpec(scaling_figure, (raw, scaled, run.src_tokens[0], cfg.d_model), {},
                       {"raw": raw, "scaled": scaled})
     return Posed(
@@ -91,8 +95,8 @@ def pose_scale(ctx: Context) -> Posed:
         number_answer(factor),
         ("The paper: “In the embedding layers, we multiply those weights by √d_model.”",
          f"d_model, the width of every vector in the model, is {cfg.d_model} here."),
-        f"Factor = √{cfg.d_model} = {factor:.4f}: the traced row of {shown(run.src_tokens[0])} is "
-        f"{factor:.4f} times its row of E.",
+        f"{formula}{factor:.4f}: the traced row of {shown(run.src_tokens[0])} is {factor:.4f} "
+        f"times its row of E.",
         answer_figure(spec, f"Answer: × {factor:.2f}"))
 
 

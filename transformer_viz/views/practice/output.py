@@ -68,8 +68,9 @@ def pose_output(ctx: Context) -> Posed:
     spec, cell = _first_step(ctx)
     answer = number_answer(p)
     return Posed(
-        f"At decoder position 0 (its input is <s>), the model writes {shown(token)} first. What "
-        "probability does the output softmax give that token? (2 decimals)",
+        f"At decoder position 0 (its input is {shown(run.tgt_tokens[0])}), the model writes "
+        f"{shown(token)} first. What probability does the output softmax give that token? (2 "
+        "decimals)",
         answer,
         (f"The output is softmax(logits) over the whole vocabulary of V = {ctx.config.vocab_size} "
          "tokens; the logits are the decoder's last vector times Eᵀ.",
