@@ -281,7 +281,8 @@ def test_normalising_text_numbers_and_heads():
     assert P.head_name("encoder.0.3") == "enc.0.3" and P.head_name("cross 1") is None
     assert P.largest([0.5, 0.498, 0.1]) == [0, 1] and P.largest([-2.0, -1.0]) == [1]
     several = words_answer(["mann", "park"], "“mann”, “park”")
-    assert several.check("“mann”, “park”") and several.check("Park") and several.check("mann or park")
+    assert several.check("“mann”, “park”") and several.check("Park")
+    assert several.check("mann or park")
     assert not several.check("mann, ein") and not several.check("none") and not several.check("")
 
 
