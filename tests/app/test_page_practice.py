@@ -93,3 +93,15 @@ def test_a_tutors_link_reopens_the_progress_and_the_buttons_move_on(make_app):
     assert at.query_params["ex"] == str(N) and at.button(key="practice_next").disabled
     # the link to the page that explains it, with the glossary
     assert [p.proto.page for p in at.get("page_link")] and at.expander
+
+
+def test_a_verdict_is_for_the_sentence_it_was_given_on(make_app, answers):
+    at = make_app()
+    at.query_params["ex"] = "1"
+    at = open_page(at, PAGE)
+    answer(at, 1, answers[0].answer.shown)
+    assert at.success and at.query_params["done"] == "1"
+    at.text_area(key="sentence").set_value("zwei kinder .")
+    rerun(at)
+    assert not at.success and not at.error  # a new sentence: its answer not given yet
+    assert any("Answered correctly already" in i.value for i in at.info)  # the link keeps it

@@ -1,10 +1,7 @@
 """What the Practice page (pages/practice.py) keeps and draws: the exercise open and the exercises
-answered
-right, both in the URL (``ex=3&done=1,2``) and nowhere else that outlives the session; each
-exercise posed
-once per (checkpoint, sentence, layer, head) and shared read-only between sessions; the answer box
-with
-its verdict, and the three staged hints."""
+answered right, both in the URL (``ex=3&done=1,2``) and nowhere else that outlives the session; each
+exercise posed once per (checkpoint, sentence, layer, head) and shared read-only between sessions;
+the answer box with its verdict, and the three staged hints."""
 
 from __future__ import annotations
 
@@ -33,8 +30,7 @@ def posed(checkpoint: str, sentence: str, layer: int, head: int, number: int) ->
 
 def progress() -> tuple[int, list[int]]:
     """The exercise open and those answered right, as the URL says (or as this session last had
-    them,
-    when the URL says neither); written back to the URL."""
+    them, when the URL says neither); written back to the URL."""
     params = st.query_params
     last = st.session_state.get(_LAST)
     if last is not None and EX not in params and DONE not in params:
@@ -75,7 +71,9 @@ def navigation_row(number: int) -> None:
 def _check(number: int, answer: P.Answer) -> None:
     typed = st.session_state.get(f"practice_answer_{number}", "")
     right = bool(typed.strip()) and answer.check(typed)
-    st.session_state[f"practice_verdict_{number}"] = (typed, right)
+    # Kept with the answer it was checked against: after a new sentence, layer or head the verdict
+    # no longer applies (posed() hands out one Posed per sentence, layer and head).
+    st.session_state[f"practice_verdict_{number}"] = (typed, right, answer)
     if right:
         keep(number, sorted(set(P.parse_done(st.query_params.get(DONE), N)) | {number}))
 
@@ -88,7 +86,9 @@ def answer_box(number: int, answer: P.Answer, done: list[int]) -> None:
         field.text_input("Your answer", key=f"practice_answer_{number}")
         button.form_submit_button("Check", key=f"practice_check_{number}", on_click=_check,
                                   args=(number, answer), width="stretch")
-    typed, right = st.session_state.get(f"practice_verdict_{number}", (None, None))
+    typed, right, checked = st.session_state.get(f"practice_verdict_{number}", (None, None, None))
+    if checked is not answer:
+        typed = right = None
     if right:
         shown = widgets.escape_markdown(answer.shown)
         st.success(f"Right: {shown}. Exercise {number} is marked done in the link.")
@@ -118,8 +118,7 @@ def hints(number: int, question: P.Posed) -> bool:
 
 
 def worked_answer(exercise: P.Exercise, question: P.Posed) -> None:
-    """The third hint: the answer worked out, and drawn on the figure of the page that explains
-    it."""
+    """The third hint: the answer worked out, and drawn on a figure of the page explaining it."""
     st.markdown(f"**Hint 3, the answer.** {widgets.escape_markdown(question.solution)}")
     spec = question.figure
     widgets.chart(spec.figure(), spec.data, f"practice-{exercise.id}")

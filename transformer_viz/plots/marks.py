@@ -1,7 +1,6 @@
 """An answer drawn on a figure that already exists: a frame around the cells that hold it and the
-answer
-above the figure's own title. Pure: a figure in, a new figure out (the one given is left as it was,
-since the app shares built figures between sessions)."""
+answer above the figure's own title. Pure: a figure in, a new figure out (the one given is left as
+it was, since the app shares built figures between sessions)."""
 
 from __future__ import annotations
 
@@ -25,10 +24,8 @@ def _span(cells: tuple[int, int] | None, axis: str) -> dict:
 def mark_answer(fig: go.Figure, note: str, rows: tuple[int, int] | None = None,
                 cols: tuple[int, int] | None = None) -> go.Figure:
     """A copy of ``fig`` with ``note`` (the answer, already escaped) as its title, the old title
-    under it,
-    and, when ``rows`` or ``cols`` is given, a frame around rows first … last and columns first …
-    last of
-    its first pair of axes (None: every row, or every column)."""
+    under it, and, when ``rows`` or ``cols`` is given, a frame around rows first … last and columns
+    first … last of its first pair of axes (None: every row, or every column)."""
     out = go.Figure(fig)
     old = out.layout.title.text if out.layout.title and out.layout.title.text else ""
     title = f"{note}<br><sup>{old}</sup>" if old else note

@@ -1,10 +1,7 @@
 """Practice: exercises along the lecture's path, each a question about the reader's own sentence
-answered
-from the live model's numbers and checked at once, with three staged hints, the page that explains
-it and
-a short glossary. The exercises are data (transformer_viz/views/practice/); the progress is in the
-URL
-(app/practice_view.py), so that a student can send the link to a tutor."""
+answered from the live model's numbers and checked at once, with three staged hints, the page that
+explains it and a short glossary. The exercises are data (transformer_viz/views/practice/); the
+progress is in the URL (app/practice_view.py), so that a student can send the link to a tutor."""
 
 import streamlit as st
 
