@@ -1,6 +1,6 @@
 """The Practice page in headless Chromium on the tiny checkpoint: an exercise answered wrongly, its
 three hints taken one at a time (the last draws the answer on a figure), then answered rightly, and
-the URL marking it done."""
+the URL marking it done; the progress still there after a visit to the page that explains it."""
 
 from __future__ import annotations
 
@@ -63,5 +63,12 @@ def test_a_wrong_answer_three_hints_then_the_right_answer_marked_done(  # noqa: 
         assert query_of(pg)["done"] == ["1"] and query_of(pg)["s"] == [SENTENCE]
         assert pg.get_by_text("1 of 14 answered correctly: 1.").count() == 1
         assert assert_page_healthy(pg, TITLE) == 1  # the error box of the wrong answer is gone
+        # To the page that explains it and back by the navigation: the progress comes back with it.
+        act_and_wait(pg, pg.get_by_role("link", name="Explained on: Tokens & embeddings").click,
+                     title="Tokens & embeddings")
+        assert query_of(pg)["s"] == [SENTENCE]
+        nav = pg.locator('[data-testid="stSidebarNav"] a', has_text="Practice")
+        act_and_wait(pg, nav.click, title=TITLE)
+        assert query_of(pg)["done"] == ["1"] and query_of(pg)["ex"] == ["1"]
     finally:
         context.close()
