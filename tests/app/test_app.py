@@ -47,9 +47,9 @@ def test_pages_follow_the_lecture_and_students_get_the_viewer_toolbar():
     # inputs before attention, the encoder before the decoder, training before inference, Shapes last
     assert order.index("tokens") < order.index("attention") < order.index("encoder") < order.index("decoder")
     assert order.index("training") < order.index("decoding") and order[-1] == "shapes"
-    # the Lecture first; then the overview (the root URL) and the lecture's first idea, where the
-    # Transformer came from
-    assert order[:3] == ["lecture", "overview", "rnn"] and DEFAULT_PAGE.url_path == "overview"
+    # the Lecture first, its exercises (Practice) right after it; then the overview (the root URL) and the
+    # lecture's first idea, where the Transformer came from
+    assert order[:4] == ["lecture", "practice", "overview", "rnn"] and DEFAULT_PAGE.url_path == "overview"
     settings = tomllib.loads((Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml").read_text())
     # "viewer" hides the Deploy button; the option must be one the installed Streamlit knows
     assert settings["client"]["toolbarMode"] == "viewer"

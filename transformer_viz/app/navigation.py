@@ -11,7 +11,8 @@ reference for every step, comes last.
 Before them all, the Lecture: the whole lecture as a guided walkthrough, one step per idea, each linking to
 the page that shows it in full. The root URL still opens the Overview (DEFAULT_PAGE): it is what a student
 typing the address should see first (the sentence and its translation), and it draws its figure before the
-model has loaded; the lecturer opens /lecture (a link with ?step=N opens that step).
+model has loaded; the lecturer opens /lecture (a link with ?step=N opens that step). Right after it,
+Practice: exercises along the same path on the student's own sentence (/practice?ex=N opens exercise N).
 
 Plain data and the standard library only, so that a benchmark or a browser test can list the pages
 without importing Streamlit, torch or plotly.
@@ -31,6 +32,7 @@ class Page:
 
 PAGES: tuple[Page, ...] = (
     Page("transformer_viz/app/pages/lecture.py", "Lecture", "lecture"),
+    Page("transformer_viz/app/pages/practice.py", "Practice", "practice"),
     Page("transformer_viz/app/pages/overview.py", "Overview & translation", "overview"),
     Page("transformer_viz/app/pages/rnn.py", "Before the Transformer: RNNs", "rnn"),
     Page("transformer_viz/app/pages/tokens.py", "Tokens & embeddings", "tokens"),
