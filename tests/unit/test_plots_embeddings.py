@@ -34,6 +34,19 @@ def test_padding_figure_shows_ids_mask_and_escaped_labels():
     assert list(hm.x) == ["0 &lt;script&gt;", "1 x", "2 &lt;/s&gt;", "3 &lt;pad&gt;", "4 &lt;pad&gt;"]
 
 
+def test_a_long_padded_sentence_stands_in_two_columns_one_position_a_row():
+    """24 four-digit IDs side by side ran into each other at a projector's 16 px."""
+    padded, mask = emb.pad_ids(list(range(1000, 1016)) + [2], 24)
+    fig = emb.padding_figure([f"t{i}" for i in range(16)] + ["</s>"], padded, mask)
+    hm = fig.data[0]
+    assert z_of(hm).shape == (24, 2) and list(hm.x) == ["token ID", "padding mask"]
+    assert [row[0] for row in hm.text[:2]] == ["1000", "1001"] and list(hm.text[-1]) == ["0", "0"]
+    assert list(hm.y)[:2] == ["0 t0", "1 t1"] and len(hm.y) == 24
+    assert fig.layout.height == 26 * 24 + 140
+    short = emb.padding_figure(["a", "</s>"], *emb.pad_ids([5, 2], emb.MAX_PADDED_ACROSS))
+    assert z_of(short.data[0]).shape == (2, emb.MAX_PADDED_ACROSS)
+
+
 def test_embedding_heatmap_rows_are_tokens_and_labels_are_escaped():
     x = np.arange(3 * 8, dtype=float).reshape(3, 8)
     fig = emb.embedding_heatmap(x, EVIL)
@@ -94,3 +107,9 @@ def test_neighbours_figure_escapes_neighbour_tokens():
     assert list(hm.text[0]) == ["&lt;s&gt;", "&lt;img src=x&gt;"]
     assert list(hm.y) == ["0 &lt;s&gt;"]
     assert "<img" not in fig.to_json()
+
+
+def test_a_wide_dimension_axis_gets_at_most_8_ticks():
+    """16 three-digit ticks ran into each other at a projector's 16 px in a 731 px column."""
+    fig = emb.embedding_heatmap(np.zeros((3, 256)), ["a", "b", "c"])
+    assert fig.layout.xaxis.dtick == 32 and 256 / fig.layout.xaxis.dtick <= 8

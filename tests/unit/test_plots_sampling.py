@@ -50,3 +50,14 @@ def test_families_figure_labels_x_only_on_the_bottom_row():
     assert shown == [False, False, True, True]
     axes = [*fig.select_xaxes(), *fig.select_yaxes()]
     assert all(axis.tickfont.size >= 10 for axis in axes)
+
+
+def test_the_families_panels_keep_their_titles_and_labels_apart_on_a_projector():
+    """At 1280 px the titles leaned into each other (plotly's "auto" anchor), the right column's
+    token labels ran into the left panels' titles and squares shrank the panels to strips."""
+    fig = families_figure(["x1", "x2"], ["y1", "y2"], list("abcd"))
+    titles = [a for a in fig.layout.annotations if "<br>" in (a.text or "")]
+    assert len(titles) == 4 and {a.xanchor for a in titles} == {"center"}
+    assert max(len(line) for a in titles for line in a.text.split("<br>")) <= 14
+    assert [fig.layout[f"yaxis{k}"].side for k in ("", "2", "3", "4")] == ["left", "right"] * 2
+    assert not any(fig.layout[f"yaxis{k}"].scaleanchor for k in ("", "2", "3", "4"))

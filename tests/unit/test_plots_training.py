@@ -35,3 +35,13 @@ def test_history_loss_and_bleu_in_separate_panels():
     assert fig.layout.yaxis2.overlaying is None  # its own panel, not a second axis over the loss
     assert fig.layout.xaxis.domain[1] < fig.layout.xaxis2.domain[0]  # side by side, not overlapping
     assert list(bleu.y) == [8.0, 16.0, 24.0]
+
+
+def test_the_learning_rate_legend_stands_inside_the_plot_off_the_step_numbers():
+    """Under the axis, at a projector's sizes, the legend covered the step numbers."""
+    from transformer_viz.plots.training import lr_schedule_figure
+
+    steps = np.arange(1, 1001)
+    fig = lr_schedule_figure(steps, np.minimum(steps / 100, (100 / steps) ** 0.5), 100, 900, 0.3)
+    legend = fig.layout.legend
+    assert 0 <= legend.y <= 1 and legend.x == 1 and legend.xanchor == "right"

@@ -24,26 +24,38 @@ def pad_ids(ids: list[int], length: int, pad_id: int = PAD) -> tuple[list[int], 
     return ids + [pad_id] * n_pad, [True] * len(ids) + [False] * n_pad
 
 
+# Beyond this many positions the IDs stand in a column, one position a row: side by side, four-digit
+# IDs at a projector's 16 px ran into each other even at full width.
+MAX_PADDED_ACROSS = 16
+
+
 def padding_figure(tokens: list[str], padded_ids: list[int], mask: list[bool], pad_token: str = "<pad>") -> go.Figure:
-    """Two rows over the padded positions: the token ID, and the padding mask (1 real token, 0 padding)."""
+    """Over the padded positions: the token ID, and the padding mask (1 real token, 0 padding); two
+    rows, or for more than MAX_PADDED_ACROSS positions two columns."""
     n_real = sum(mask)
     labels = token_labels(list(tokens[:n_real]) + [pad_token] * (len(padded_ids) - n_real))
     real = np.asarray(mask, dtype=np.float64)
     z = np.vstack([real, real])
-    text = [[str(i) for i in padded_ids], [str(int(m)) for m in mask]]
+    text = np.array([[str(i) for i in padded_ids], [str(int(m)) for m in mask]], dtype=object)
+    rows = ["token ID", "padding mask"]
+    down = len(padded_ids) > MAX_PADDED_ACROSS
+    x, y = (rows, labels) if down else (labels, rows)
     fig = go.Figure(go.Heatmap(
-        z=z, x=labels, y=["token ID", "padding mask"], text=text, texttemplate="%{text}", showscale=False,
-        colorscale=[[0, MASKED_COLOUR], [1, ALLOWED_COLOUR]], zmin=0, zmax=1,
-        hovertemplate="position/token %{x}<br>%{y}: %{text}<extra></extra>"))
+        z=z.T if down else z, x=x, y=y, text=text.T if down else text, texttemplate="%{text}",
+        showscale=False, colorscale=[[0, MASKED_COLOUR], [1, ALLOWED_COLOUR]], zmin=0, zmax=1,
+        hovertemplate=("position/token %{y}<br>%{x}: %{text}" if down
+                       else "position/token %{x}<br>%{y}: %{text}") + "<extra></extra>"))
     fig.update_yaxes(type="category", autorange="reversed")
-    fig.update_xaxes(type="category")
-    return base_layout(fig, f"{n_real} tokens padded to length {len(padded_ids)}", height=230)
+    fig.update_xaxes(type="category", side="top" if down else None)
+    height = 26 * len(padded_ids) + 140 if down else 230
+    return base_layout(fig, f"{n_real} tokens padded to length {len(padded_ids)}", height=height)
 
 
 def thin_dimension_ticks(fig: go.Figure, n_columns: int) -> go.Figure:
-    """A tick every 2^k dimensions on a wide dimension axis, instead of a crowded rotated label per column."""
+    """A tick every 2^k dimensions on a wide dimension axis, instead of a crowded rotated label per column:
+    at most 8 (with 16, three-digit labels at a projector's 16 px ran into each other in a 731 px column)."""
     if n_columns > 40:
-        step = 2 ** int(np.ceil(np.log2(n_columns / 16)))
+        step = 2 ** int(np.ceil(np.log2(n_columns / 8)))
         fig.update_xaxes(tickmode="linear", tick0=0, dtick=step, tickangle=0)
     return fig
 

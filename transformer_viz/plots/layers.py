@@ -57,9 +57,11 @@ def grid_axes(n: int, cols: int, widths: list[float] | None = None, gap_x: float
         layout[f"yaxis{ax}"] = {"domain": [max(0.0, y0), min(1.0, y1)], "anchor": f"x{ax}", "type": "category",
                                 "autorange": "reversed"}
         if titles:
+            # xanchor "center": plotly's "auto" anchors a title left of x < 1/3 and right of x > 2/3,
+            # so two columns' titles leaned towards each other and, large, ran into each other
             layout["annotations"].append({"text": titles[i], "x": (x0 + x1) / 2, "y": min(1.0, y1), "xref": "paper",
-                                          "yref": "paper", "showarrow": False, "yanchor": "bottom",
-                                          "font": {"size": 12}})
+                                          "yref": "paper", "showarrow": False, "xanchor": "center",
+                                          "yanchor": "bottom", "font": {"size": 12}})
         refs.append((f"x{ax}", f"y{ax}"))
     return layout, refs
 
@@ -133,9 +135,10 @@ def masked_attention_figure(scores, masked_scores, weights, x_labels: list[str],
     """
     scores = np.asarray(scores, dtype=np.float64)
     masked_scores = np.asarray(masked_scores, dtype=np.float64)
-    # Two short lines each: at 1280 px a panel is about 190 px wide, and one-line titles ran into each other.
-    layout, refs = grid_axes(3, 3, gap_x=0.05, titles=["scores<br>QKᵀ/√d_k", "after the mask<br>(−∞: grey)",
-                                                       "weights = softmax<br>(masked: 0, grey)"])
+    # Two short lines each: at 1280 px a panel is about 190 px wide, and one-line titles ran into each
+    # other; so did "after the mask" and "weights = softmax" at a projector's 18 px.
+    layout, refs = grid_axes(3, 3, gap_x=0.06, titles=["scores<br>QKᵀ/√d_k", "masked<br>(−∞: grey)",
+                                                       "weights<br>= softmax"])
     x, y = list(x_labels), list(y_labels)
     data = (heatmap_traces(scores, x, y, "score", "scores", refs[0], ".6g", coloraxis="coloraxis")
             + heatmap_traces(masked_scores, x, y, "score", "masked scores", refs[1], ".6g", coloraxis="coloraxis")

@@ -46,7 +46,8 @@ def encoder_patch_figure(shares, shares_all, labels: list[str], changed: list[in
     N = shares.shape[0]
     z = np.column_stack([shares, np.asarray(shares_all, dtype=np.float64)])  # (N, S + 1)
     x = list(labels) + ["all positions"]
-    layout = category_axes(x, "source position (patched after this encoder layer)")
+    # Two lines: on one, at a projector's 18 px, the title ran past the chart's left edge
+    layout = category_axes(x, "source position<br>(patched after this encoder layer)")
     layout["shapes"] = [_outline(s, N) for s in changed]
     return make_figure(_share_traces(z, x, N), layout, title, LABELS_HEIGHT + 40 * N)
 

@@ -42,9 +42,10 @@ def pe_halves_heatmap(pe, title: str | None = None) -> go.Figure:
     data = (heatmap_traces(z[:, 0::2], i, positions, "PE", "sin (dimension 2i)", ("x", "y"), **colour)
             + heatmap_traces(z[:, 1::2], i, positions, "PE", "cos (dimension 2i+1)", ("x2", "y2"), showscale=False,
                              **colour))
-    layout = {"xaxis": {"domain": [0, 0.48], "title": {"text": "i (dimension 2i: sin)"}},
+    # Short axis titles: "i (dimension 2i: sin)" and its twin ran into each other at a projector's 18 px.
+    layout = {"xaxis": {"domain": [0, 0.48], "title": {"text": "i (sin: 2i)"}},
               "yaxis": {"autorange": "reversed", "title": {"text": "position"}},
-              "xaxis2": {"domain": [0.52, 1.0], "title": {"text": "i (dimension 2i+1: cos)"}, "anchor": "y2"},
+              "xaxis2": {"domain": [0.52, 1.0], "title": {"text": "i (cos: 2i+1)"}, "anchor": "y2"},
               "yaxis2": {"autorange": "reversed", "anchor": "x2", "matches": "y", "showticklabels": False}}
     return make_figure(data, layout, title, max(280, min(700, 14 * z.shape[0] + 140)))
 

@@ -75,7 +75,11 @@ def families_figure(src_labels: list[str], tgt_labels: list[str], prompt_labels:
     masks = families_masks(len(src_labels), len(tgt_labels), len(prompt_labels))
     axes_labels = [(src_labels, src_labels), (tgt_labels, tgt_labels), (src_labels, tgt_labels),
                    (prompt_labels, prompt_labels)]
-    layout, refs = grid_axes(4, 2, gap_x=0.12, gap_y=0.14, titles=list(masks))  # 2 × 2: fits a narrow column
+    # 2 × 2 fits a narrow column; each title on two lines, which side by side at a projector's 18 px
+    # ran into each other on one; rows 0.24 apart, so that two lines clear the top row's last labels
+    titles = ["encoder self<br>(S × S)", "decoder self<br>masked (T × T)", "cross<br>(T × S)",
+              "decoder-only<br>causal (L × L)"]  # no line wider than a panel at 1280 px
+    layout, refs = grid_axes(4, 2, gap_x=0.12, gap_y=0.24, titles=titles)
     data: list[dict] = []
     for k, (allowed, (x, y)) in enumerate(zip(masks.values(), axes_labels)):
         values = np.where(allowed, 1.0, -np.inf)
@@ -87,6 +91,9 @@ def families_figure(src_labels: list[str], tgt_labels: list[str], prompt_labels:
         # turned, ran into the bottom row's panel titles. 10 px: a phone's least legible size.
         layout[f"xaxis{ax}"].update(tickangle=-90, tickfont={"size": 10}, automargin=True,
                                     showticklabels=k >= 2)
-        layout[f"yaxis{ax}"].update(tickfont={"size": 10}, automargin=True, scaleanchor=f"x{ax}",
-                                    scaleratio=1, constrain="domain")
+        # The right column's token labels on its right: on its left they ran into the left panel's
+        # title. No square cells: squeezed into squares, the panels shrank to strips off the centres
+        # of their titles, which then ran into each other.
+        layout[f"yaxis{ax}"].update(tickfont={"size": 10}, automargin=True,
+                                    side="right" if k % 2 else "left")
     return make_figure(data, layout, title, 620, panel_titles=True)

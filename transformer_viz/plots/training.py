@@ -53,7 +53,10 @@ def lr_schedule_figure(steps, lrs, warmup: int, marker_step: int | None = None, 
                           "line": {"color": GUIDE, "dash": "dash"}}],
               "annotations": [{"text": f"warmup = {warmup}", "xref": "x", "x": warmup, "xanchor": "left",
                                "yref": "paper", "y": 1, "showarrow": False}],
-              "legend": {"orientation": "h", "y": -0.25}}
+              # Inside, top right, where the decaying curve never goes: under the axis, at a
+              # projector's sizes, the legend covered the step numbers
+              "legend": {"x": 1, "xanchor": "right", "y": 0.92, "yanchor": "top",
+                         "bgcolor": "rgba(255, 255, 255, 0.8)"}}
     return make_figure(data, layout, title, 360)
 
 
