@@ -91,8 +91,8 @@ def pronoun_figure(weights, candidates: list[str], title: str | None = None) -> 
 
 # Okabe and Ito's colours, one per head type, and grey for "mixed" (no pattern stands out).
 TYPE_COLOURS = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#BBBBBB")
-KIND_TITLES = {"enc": "encoder self-attention", "dec": "decoder self-attention",
-               "cross": "cross-attention"}
+KIND_TITLES = {"enc": "encoder self", "dec": "decoder self",
+               "cross": "cross"}
 
 
 def _discrete_scale(colours) -> list:
@@ -115,14 +115,15 @@ def head_type_figure(types, type_names: tuple[str, ...],
         suffix = "" if k == 0 else str(k + 1)
         panel = KIND_TITLES.get(kind, kind)
         rows = [f"layer {i}" for i in range(N)]
-        data.append({"type": "heatmap", "z": z[k], "x": [f"head {j}" for j in range(h)], "y": rows,
+        # The type by colour (the colour bar names them) and on hover, not written in the cells:
+        # 3 × h names at 9 px were unreadable on a phone and ran into each other.
+        data.append({"type": "heatmap", "z": z[k], "x": [str(j) for j in range(h)], "y": rows,
                      "xaxis": f"x{suffix}", "yaxis": f"y{suffix}", "coloraxis": "coloraxis",
-                     "name": panel, "text": names[k].tolist(), "texttemplate": "%{text}",
-                     "textfont": {"size": 9}, "customdata": [[f"{kind}.{i}.{j}" for j in range(h)]
-                                                             for i in range(N)],
+                     "name": panel, "text": names[k].tolist(),
+                     "customdata": [[f"{kind}.{i}.{j}" for j in range(h)] for i in range(N)],
                      "hovertemplate": "%{customdata}: %{text}<extra></extra>"})
-        layout[f"xaxis{suffix}"] = {"domain": [k / K + 0.02, (k + 1) / K - 0.02],
-                                    "type": "category", "title": {"text": panel}}
+        layout[f"xaxis{suffix}"] = {"domain": [k / K + 0.03, (k + 1) / K - 0.03],
+                                    "type": "category", "title": {"text": f"{panel}: head"}}
         layout[f"yaxis{suffix}"] = {"type": "category", "autorange": "reversed",
                                     "anchor": f"x{suffix}", "showticklabels": k == 0}
     n = len(type_names)

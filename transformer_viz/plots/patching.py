@@ -20,8 +20,8 @@ CANNOT_REACH = "cannot reach position t (the causal mask: a position reads only 
 # px for the title, the axis title and token labels turned upright, whose length a figure does not
 # know until drawn; the rows get 40 px each
 LABELS_HEIGHT = 220
-KIND_TITLES = {"enc": "encoder self-attention", "dec": "decoder self-attention",
-               "cross": "cross-attention"}
+# Short: three panels side by side on a phone, "encoder self-attention" ran into its neighbour
+KIND_TITLES = {"enc": "encoder self", "dec": "decoder self", "cross": "cross"}
 
 
 def _outline(column: int, rows: int) -> dict:
@@ -142,9 +142,11 @@ def source_share_figure(tokens: list[str], source_share, flagged=None,
                                          ("from the translation so far", 1 - share, LIGHT_ORANGE))]
     layout = {"barmode": "stack", "bargap": 0.2,
               "xaxis": {"type": "category", "title": {"text": "token written"}},
-              "yaxis": {"range": [0, 1], "title": {"text": "share of the attribution"}},
-              "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02,
-                         "yanchor": "bottom"}}
+              # The colours named on the axis, not in a legend: above the plot, on a phone, the
+              # legend ran into the title's second line
+              "yaxis": {"range": [0, 1],
+                        "title": {"text": "blue: source, orange: prefix"}},
+              "showlegend": False}
     if threshold is not None:
         line = {"color": "#333", "dash": "dash", "width": 1.5}
         layout["shapes"] = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": threshold,
