@@ -49,12 +49,13 @@ def test_picking_a_preset_draws_its_heatmaps(browser, shipped_url, tmp_path):  #
         pg.goto(f"{shipped_url}/why?ckpt=de-en&s=" + urllib.parse.quote("Ein Hund läuft."))
         wait_for_run(pg, 0, title=TITLE)
         assert query_of(pg)["pair"] == ["singular / plural"]  # the sidebar's direction's first
-        assert assert_page_healthy(pg, TITLE) == 4
+        # the encoder, decoder and head grids, the contrastive attribution and "Source or prefix?"
+        assert assert_page_healthy(pg, TITLE) == 5
         preset = next(p for p in PRESETS if p.name == "nicht / draußen")  # the same model
         pg.locator(".st-key-why_pair input").click()
         act_and_wait(pg, lambda: pg.get_by_role("option", name=preset.name, exact=True).click(),
                      text=preset.clean)
-        assert assert_page_healthy(pg, f"{TITLE} ({preset.name})") == 4
+        assert assert_page_healthy(pg, f"{TITLE} ({preset.name})") == 5
         # encoder, decoder (colours and the grey cone) and three head panels
         assert heatmaps_drawn(pg) >= 6
         assert query_of(pg)["pair"] == [preset.name]
