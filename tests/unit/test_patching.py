@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from transformer_viz.interpret import ablation as H
 from transformer_viz.interpret import patching as P
 from transformer_viz.models.config import preset
 from transformer_viz.models.transformer import Transformer
@@ -58,8 +59,10 @@ def test_a_decoder_patch_after_t_changes_nothing_and_the_last_layer_at_t_restore
     assert abs(grids.encoder[0, 3]) > 0.05  # the changed source position matters from layer 0 on
 
 
-def test_batched_grids_equal_one_patch_at_a_time():
-    model = tiny(seed=2)
+@pytest.mark.parametrize("pre_ln", [False, True])
+def test_batched_grids_equal_one_patch_at_a_time(pre_ln):
+    """The batched pass runs the decoder-only rows from the first layer their patches change."""
+    model = tiny(pre_ln=pre_ln, seed=2)
     c, k = _tokens(model)
     batched = P.patch_grids(model, CLEAN, CORRUPTED, TGT, T_POS, c, k)
     slow = P.grids_one_at_a_time(model, CLEAN, CORRUPTED, TGT, T_POS, c, k)
@@ -74,7 +77,9 @@ def test_rows_with_patches_in_both_halves_and_in_any_order():
     model = tiny()
     c, k = _tokens(model)
     enc, dec = P.Patch("encoder.1.out", 3), P.Patch("decoder.0.out", 1)
-    rows = [[dec], [enc], [enc, dec], []]
+    head = P.Patch(H.heads_point("cross", 0), 2)  # with a stream of layer 1: the row starts at 0
+    rows = [[dec], [enc], [enc, dec], [], [P.Patch("decoder.1.out", 2), head],
+            [P.Patch(f"decoder.{model.cfg.N - 1}.out", T_POS)]]
     logits = P.patched_logits(model, CLEAN, CORRUPTED, TGT, T_POS, rows)
     alone = [P.patched_logits(model, CLEAN, CORRUPTED, TGT, T_POS, [row])[2] for row in rows]
     torch.testing.assert_close(logits[2:], torch.stack(alone), rtol=1e-5, atol=1e-5)

@@ -130,34 +130,64 @@ def patched_logits(model: Transformer, clean_src: list[int], corrupted_src: list
 
 def _patched_run(model: Transformer, clean_src: list[int], corrupted_src: list[int],
                  tgt_ids: list[int], t: int, rows: list[list[Patch]]) -> torch.Tensor:
-    """:func:`patched_logits` in one batch: rows whose patches are all in the decoder share the
-    corrupted run's memory, the encoder runs only for rows 0, 1 and those that patch it."""
+    """:func:`patched_logits` in a few batches: the encoder runs only for rows 0, 1 and those that
+    patch it; the rows that patch only the decoder share the corrupted run's memory and, below the
+    first decoder layer their patches change, its stream: they run from that layer on
+    (``Transformer.decode``'s start_at_layer), each batch led by the clean run, whose values the
+    hooks copy."""
     device = _device(model)
     S, T = len(clean_src), len(tgt_ids)
     sizes = _axis_sizes(model, S, T)
     enc_rows = [r for r, patches in enumerate(rows) if any(p.in_encoder for p in patches)]
-    dec_rows = [r for r in range(len(rows)) if r not in set(enc_rows)]
+    # A row that patches nothing runs whole: what it computes is the corrupted run, not assumed
+    first = {r: min((_first_layer(p) for p in rows[r]), default=0) for r in range(len(rows))
+             if r not in enc_rows}
     src = torch.tensor([clean_src, corrupted_src], device=device)  # (2, S)
     src = torch.cat([src, src[1:].expand(len(enc_rows), -1)])  # (2 + R_enc, S)
     enc_patches = [[p for p in rows[r] if p.in_encoder] for r in enc_rows]
     hooks = _copy_row0_hooks(_masks(enc_patches, sizes, 2, len(src)), device)
     memory, src_mask = model.encode(src, hooks=hooks)  # (2 + R_enc, S, d_model), (·, 1, 1, S)
-    # Decoder batch: clean, corrupted, the encoder-patched rows, then the decoder-only rows on the
-    # corrupted memory; order[b] is the batch row of rows[order[b] - 2].
-    order = [0, 1] + [2 + r for r in enc_rows] + [2 + r for r in dec_rows]
-    take = torch.tensor([0, 1] + list(range(2, 2 + len(enc_rows))) + [1] * len(dec_rows),
-                        device=device)
-    dec_patches = [[p for p in rows[b - 2] if not p.in_encoder] for b in order[2:]]
-    hooks = _copy_row0_hooks(_masks(dec_patches, sizes, 2, len(order)), device)
-    tgt = torch.tensor([tgt_ids], device=device).expand(len(order), -1)  # (2 + R, T)
     # No source padded: cross-attention without a mask is the same arithmetic with less work (as
     # the model's own start_state does)
-    cross_mask = src_mask[take] if not bool(src_mask.all()) else None  # (2 + R, 1, 1, S)
-    y = model.decode(tgt, memory[take], cross_mask, hooks=hooks)  # (2 + R, T, d_model)
-    logits = model.project(y[:, t:t + 1])[:, 0].float()  # (2 + R, V): position t only
-    back = torch.empty(len(order), dtype=torch.long, device=device)
-    back[torch.tensor(order, device=device)] = torch.arange(len(order), device=device)
-    return logits[back]  # rows in the caller's order
+    padded = not bool(src_mask.all())
+    tgt = torch.tensor([tgt_ids], device=device)  # (1, T)
+    N = model.cfg.N
+    streams = Recorder([f"decoder.{i}.out" for i in range(N)])
+    logits = torch.empty(2 + len(rows), model.cfg.vocab_size, device=device)
+    # Batch rows: order[b] is the row of ``logits``; take[b] the row of ``memory`` it reads.
+    for layer in range(N + 1):
+        group = [r for r, at in first.items() if at == layer]
+        if layer == 0:
+            order = [0, 1] + [2 + r for r in enc_rows] + [2 + r for r in group]
+            take = [0, 1] + list(range(2, 2 + len(enc_rows))) + [1] * len(group)
+        elif group:
+            order, take = [0] + [2 + r for r in group], [0] + [1] * len(group)
+        else:
+            continue
+        dec_patches = [[p for p in rows[b - 2] if not p.in_encoder] for b in order[2 if layer == 0
+                                                                                 else 1:]]
+        hooks = _copy_row0_hooks(_masks(dec_patches, sizes, 2 if layer == 0 else 1, len(order)),
+                                 device)
+        stream = None
+        if layer:  # the clean run's stream after layer − 1, then the corrupted run's, patched there
+            below = streams[f"decoder.{layer - 1}.out"]  # (2 + ·, T, d_model)
+            stream = torch.cat([below[:1], below[1:2].expand(len(group), -1, -1)])
+            stream = hooks(f"decoder.{layer - 1}.out", stream)
+        else:
+            hooks = hooks.merged(streams.hooks())
+        take_t = torch.tensor(take, device=device)
+        y = model.decode(tgt.expand(len(order), -1), memory[take_t],
+                         src_mask[take_t] if padded else None, hooks=hooks,
+                         start_at_layer=layer, stream=stream)  # (len(order), T, d_model)
+        logits[torch.tensor(order, device=device)] = model.project(y[:, t:t + 1])[:, 0].float()
+    return logits  # rows in the caller's order
+
+
+def _first_layer(patch: Patch) -> int:
+    """The first decoder layer whose computation a decoder patch changes: a stream patched after
+    layer i changes layers i + 1 on (N: only the final LayerNorm), a head of layer i layer i on."""
+    layer = int(patch.name.split(".")[1])
+    return layer + 1 if patch.name.endswith(".out") else layer
 
 
 def restored_shares(logits: torch.Tensor, clean_id: int, corrupted_id: int) -> np.ndarray:
