@@ -70,6 +70,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=500)
     parser.add_argument("--steps", type=int, default=16)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--splits", nargs="+", default=["test_2016_flickr", "tatoeba_dev"])
     args = parser.parse_args()
     import torch
 
@@ -77,7 +78,7 @@ def main() -> None:
     ckpt = load_checkpoint(args.checkpoint)
     src, tgt = ckpt.metadata.get("src_lang", "de"), ckpt.metadata.get("tgt_lang", "en")
     out, start = {"checkpoint": str(args.checkpoint), "ig_steps": args.steps}, time.time()
-    for split in ("test_2016_flickr", "tatoeba_dev"):
+    for split in args.splits:
         pairs = read_any_split(split, src, tgt, args.data_dir, args.tatoeba_dir, args.limit)
         out[split] = measure(ckpt, [s for s, _ in pairs], args.steps)
         for name, texts in broken(pairs, random.Random(args.seed)).items():
