@@ -32,8 +32,9 @@ def _tree(root: Path) -> dict[str, str]:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    """Two checkpoints whose weights are 3 MiB and 2 MiB, a tokenizer, a source file, an ignored
-    gpu-data folder of 1 MiB and an ignored log; the script copied to where it lives."""
+    """Two checkpoints whose weights are 3 MiB and 2 MiB, each with a tokenizer, a screenshot, a
+    source file, an ignored gpu-data folder of 1 MiB and an ignored log; the script copied to
+    where it lives."""
     root = tmp_path / "repo"
     (root / "tools/gpu").mkdir(parents=True)
     shutil.copy(REPO / "tools/gpu/slim.sh", root / "tools/gpu/slim.sh")
@@ -41,8 +42,11 @@ def repo(tmp_path: Path) -> Path:
         (root / "checkpoints" / name / "tokenizer").mkdir(parents=True)
         (root / "checkpoints" / name / "model.safetensors").write_bytes(os.urandom(size * MiB))
         (root / "checkpoints" / name / "tokenizer" / "tokenizer.json").write_text('{"v": 1}\n')
+    (root / "docs/screenshots").mkdir(parents=True)
+    (root / "docs/screenshots/app.png").write_bytes(os.urandom(1000))
+    (root / "docs/guide.md").write_text("# guide\n")
     (root / "code.py").write_text("print('hello')\n")
-    (root / ".gitignore").write_text("/gpu-data/\n*.log\n")
+    (root / ".gitignore").write_text("/gpu-data/\n/gpu-init/\n*.log\n")
     _git(root, "init", "-q")
     _git(root, "add", "-A")
     _git(root, "commit", "-qm", "start")
@@ -69,26 +73,29 @@ def test_hide_then_restore_gives_back_the_same_bytes(repo: Path):
     hidden = _slim(repo, "hide")
     assert hidden.returncode == 0, hidden.stderr
     assert not list(repo.glob("checkpoints/*/model.safetensors"))
+    # What gpu_run prepare reads stays, and so do the texts under docs/.
     assert (repo / "checkpoints/de-en/tokenizer/tokenizer.json").is_file()
+    assert (repo / "docs/guide.md").is_file() and not (repo / "docs/screenshots/app.png").exists()
+    assert not (repo / "checkpoints/gpt-en/tokenizer/tokenizer.json").exists()
     stash = repo.parent / "stash"
     assert sorted(str(p.relative_to(stash)) for p in stash.rglob("*.safetensors")) == [
         "checkpoints/de-en/model.safetensors", "checkpoints/gpt-en/model.safetensors"]
     # What travels: the tracked files left (a few kB) and gpu-data (1 MiB).
-    assert "2 tracked files not in the tree" in hidden.stdout
+    assert "4 tracked files not in the tree" in hidden.stdout
     assert _row(hidden.stdout, "carried gpu-data") == "1.0 MiB"
     assert _row(hidden.stdout, "in all") == "1.0 MiB"
     assert "within 60 MiB" in hidden.stdout
     assert _slim(repo, "hide").returncode == 2  # a second hide would mix two lists
     restored = _slim(repo, "restore")
     assert restored.returncode == 0, restored.stderr
-    assert "restored 2 files" in restored.stdout
+    assert "restored 4 files" in restored.stdout
     assert _tree(repo) == before and not stash.exists()
 
 
 def test_check_refuses_a_tree_over_the_limit(repo: Path):
     checked = _slim(repo, "check", limit_mib=5)  # 5 MiB of weights + 1 MiB of gpu-data
     assert checked.returncode == 1 and "over 5 MiB" in checked.stderr
-    assert _row(checked.stdout, "tracked, in the tree").startswith("5.0 MiB (7 files; 0 tracked")
+    assert _row(checked.stdout, "tracked, in the tree").startswith("5.0 MiB (9 files; 0 tracked")
     assert _row(checked.stdout, "in all") == "6.0 MiB"
     hidden = _slim(repo, "hide", "--carry", "gpu-data", limit_mib=5)
     assert hidden.returncode == 0 and _row(hidden.stdout, "in all") == "1.0 MiB"
@@ -106,3 +113,12 @@ def test_restore_keeps_both_copies_when_the_tree_holds_another_file(repo: Path):
     assert stashed.read_bytes() == original and (repo.parent / "stash/hidden.sha256").is_file()
     weights.unlink()
     assert _slim(repo, "restore").returncode == 0 and weights.read_bytes() == original
+
+
+def test_check_counts_every_carried_folder(repo: Path):
+    (repo / "gpu-init/de-en").mkdir(parents=True)
+    (repo / "gpu-init/de-en/de-en.weights-1-of-1.safetensors").write_bytes(os.urandom(2 * MiB))
+    checked = _slim(repo, "check", "--carry", "gpu-data", "--carry", "gpu-init/de-en")
+    assert checked.returncode == 0, checked.stderr
+    assert _row(checked.stdout, "carried gpu-init/de-en") == "2.0 MiB"
+    assert _row(checked.stdout, "in all").startswith("8.0 MiB")  # 5 MiB of weights, 1 + 2 carried

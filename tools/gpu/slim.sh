@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The working tree that travels with a GPU command may be at most 64 MiB: the tracked files present
 # in it, the untracked files that are not ignored and the carried (ignored) folders. The tracked
-# files are 85 MB, 77 MB of them the shipped checkpoints' weights, which the GPU job never reads.
+# files are 85 MB, 77 MB of them the shipped checkpoints' weights, which the GPU job never reads;
+# nor does it read the rest of checkpoints/ (but the tokenizer that gpu_run prepare copies), the
+# screenshots under docs/ or the records of earlier runs.
 #
 #   tools/gpu/slim.sh hide [--carry gpu-data]...   # move them out of the tree, then check
 #   tools/gpu/slim.sh check [--carry gpu-data]...  # print what travels; status 1 over the limit
@@ -17,7 +19,9 @@ REPO=$(pwd)
 STASH=${SLIM_STASH:-$(dirname "$REPO")/$(basename "$REPO").slim}
 LIMIT_MIB=${SLIM_LIMIT_MIB:-60}
 LIST=hidden.sha256
-HIDDEN=('checkpoints/*/model.safetensors')
+# git pathspecs: '*' crosses '/', so checkpoints/* is everything under checkpoints/.
+HIDDEN=('checkpoints/*' ':(exclude)checkpoints/de-en/tokenizer/*' 'docs/*.png'
+        'tools/gpu/runs/*')
 CARRY=()
 
 mib() {  # bytes -> "12.3 MiB"

@@ -7,6 +7,11 @@
 #       [--first de-en] [--data gpu-data] [--work gpu-out] [-- gpu_run train flags]
 #   OUT=... tools/gpu/train_base.sh --send en-de
 #
+# Or one direction with the whole GPU (one process, 90 % of its memory), its files sent at once;
+# --init-from goes on from that direction's returned shards and manifest (a later session):
+#
+#   OUT=... tools/gpu/train_base.sh --directions de-en [--init-from gpu-init/de-en] [--minutes 8.5]
+#
 # $PYTHON (default python3) runs transformer_viz.training.gpu_run; tools/gpu/README.md has the plan.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -18,6 +23,8 @@ FIRST=de-en
 DATA=gpu-data
 WORK=gpu-out
 SEND=""
+DIRECTIONS=both
+INIT=""
 EXTRA=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -28,6 +35,8 @@ while [ $# -gt 0 ]; do
     --data) DATA=$2; shift 2 ;;
     --work) WORK=$2; shift 2 ;;
     --send) SEND=$2; shift 2 ;;
+    --directions) DIRECTIONS=$2; shift 2 ;;
+    --init-from) INIT=$2; shift 2 ;;
     --) shift; EXTRA=("$@"); break ;;
     *) echo "unknown flag $1 (see the head of $0)" >&2; exit 2 ;;
   esac
@@ -48,28 +57,45 @@ if [ -n "$SEND" ]; then
   exit 0
 fi
 
+ONE=()  # gpu_run train flags for the one-direction run, before EXTRA so that EXTRA overrides them
+case "$DIRECTIONS" in
+  both) RUN=("$FIRST") ;;
+  de-en|en-de) RUN=("$DIRECTIONS"); FIRST=$DIRECTIONS; ONE=(--memory-fraction 0.9) ;;
+  *) echo "--directions must be de-en, en-de or both" >&2; exit 2 ;;
+esac
 case "$FIRST" in
   de-en) OTHER=en-de ;;
   en-de) OTHER=de-en ;;
   *) echo "--first must be de-en or en-de" >&2; exit 2 ;;
 esac
-if [ ! -f "$DATA/corpora.safetensors" ]; then
-  echo "$DATA/corpora.safetensors is missing: run gpu_run prepare here first" >&2
+[ "$DIRECTIONS" = both ] && RUN+=("$OTHER")
+if [ -n "$INIT" ]; then
+  if [ "$DIRECTIONS" = both ]; then
+    echo "--init-from holds one direction: name it with --directions" >&2
+    exit 2
+  fi
+  ONE+=(--init-from "$INIT")
+  ls -l "$INIT" || true
+fi
+if [ ! -f "$DATA/corpora.safetensors" ] && [ ! -f "$DATA/corpora.safetensors.xz" ]; then
+  echo "$DATA/corpora.safetensors(.xz) is missing: run gpu_run prepare here first" >&2
   exit 2
 fi
-(cd "$DATA" && sha256sum corpora.safetensors dev.json tokenizer/tokenizer.json) || true
+(cd "$DATA" && sha256sum corpora.safetensors* dev.json tokenizer/tokenizer.json) || true
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || true
-echo "start $(date -u +%H:%M:%S): $PRESET, $MINUTES minutes, batches of $BATCH tokens"
+echo "start $(date -u +%H:%M:%S): $PRESET, ${RUN[*]}, $MINUTES minutes, batches of $BATCH tokens"
 
 PIDS=()
-for direction in "$FIRST" "$OTHER"; do
+LOGS=()
+for direction in "${RUN[@]}"; do
   mkdir -p "$WORK/$direction"
   "$PYTHON" -u -m transformer_viz.training.gpu_run train --data "$DATA" --out "$WORK/$direction" \
     --direction "$direction" --preset "$PRESET" --minutes "$MINUTES" --batch-tokens "$BATCH" \
-    ${EXTRA[@]+"${EXTRA[@]}"} > "$WORK/$direction/train.log" 2>&1 &
+    ${ONE[@]+"${ONE[@]}"} ${EXTRA[@]+"${EXTRA[@]}"} > "$WORK/$direction/train.log" 2>&1 &
   PIDS+=($!)
+  LOGS+=("$WORK/$direction/train.log")
 done
-tail -n +1 -F "$WORK/$FIRST/train.log" "$WORK/$OTHER/train.log" 2>/dev/null &
+tail -n +1 -F "${LOGS[@]}" 2>/dev/null &
 TAIL=$!
 STATUS=0
 for pid in "${PIDS[@]}"; do
@@ -80,9 +106,11 @@ kill "$TAIL" 2>/dev/null || true
 echo "end $(date -u +%H:%M:%S), status $STATUS"
 
 # What comes back now: the first direction whole, the other's manifest (its scores, should its
-# shards never come back) and both logs.
+# shards never come back) and the logs.
 send "$FIRST" || STATUS=1
-cp "$WORK/$OTHER/$OTHER.manifest.json" "$OUT/" 2>/dev/null || STATUS=1
-cat "$WORK/$FIRST/train.log" "$WORK/$OTHER/train.log" > "$OUT/train.log"
+if [ "$DIRECTIONS" = both ]; then
+  cp "$WORK/$OTHER/$OTHER.manifest.json" "$OUT/" 2>/dev/null || STATUS=1
+fi
+cat "${LOGS[@]}" > "$OUT/train.log"
 ls -l "$OUT"
 exit $STATUS

@@ -9,6 +9,8 @@ from pathlib import Path
 import torch
 
 from transformer_viz.training.gpu_run.data import LANGS, TRAIN_SPLITS, Prepared
+from transformer_viz.training.gpu_run.resume import (sessions, steps_total, train_seconds_total,
+                                                     whole_history)
 
 
 def _shape_and_place(manifest: dict) -> tuple[str, str, bool]:
@@ -32,13 +34,19 @@ def _data(manifest: dict, prepared: Prepared) -> dict:
 
 
 def _training(manifest: dict, cfg, commands: list[str]) -> dict:
-    run = manifest["run"]
-    return {"recipe": f"the paper's base model: Adam (0.9, 0.98, 1e-9), lr = {run['lr_factor']} · "
-                      f"d_model^-0.5 · min(step^-0.5, step · {run['warmup']}^-1.5), label "
-                      f"smoothing {run['label_smoothing']}, dropout {cfg.dropout}, {run['amp']} "
-                      "autocast, fused attention (scaled_dot_product_attention)",
+    run, init = manifest["run"], manifest.get("init_from")
+    recipe = (f"the paper's base model: Adam (0.9, 0.98, 1e-9), lr = {run['lr_factor']} · "
+              f"d_model^-0.5 · min(step^-0.5, step · {run['warmup']}^-1.5), label "
+              f"smoothing {run['label_smoothing']}, dropout {cfg.dropout}, {run['amp']} "
+              "autocast, fused attention (scaled_dot_product_attention)")
+    if init:
+        recipe += (f"; going on from the weights returned at step {init['steps']} (int8, as sent), "
+                   f"the schedule going on from that step, Adam's moments from zero and the "
+                   f"learning rate ramped up again over {run['rewarmup']} steps")
+    return {"recipe": recipe,
             "batch_tokens": manifest["batch_tokens_used"], "minutes": run["minutes"],
-            "steps": manifest["steps"], "whole_epochs": manifest["epochs"],
+            "steps": manifest["steps"], "steps_total": steps_total(manifest),
+            "whole_epochs": manifest["epochs"],
             "selected_weights": "the last (no selection: one fixed budget)",
             "weights_sent": "int8 per row with power-of-two scales, vectors float16 (exact in "
                             "float16)",
@@ -46,19 +54,40 @@ def _training(manifest: dict, cfg, commands: list[str]) -> dict:
 
 
 def _hardware(manifest: dict, where: str) -> dict:
-    return {"GPU": f"{where}, shared by two processes (one per direction)",
+    alone = manifest["run"]["memory_fraction"] > 0.5  # one direction had the GPU to itself
+    return {"GPU": f"{where}, " + ("one process (one direction)" if alone else
+                                   "shared by two processes (one per direction)"),
             "wall_clock_minutes": round(manifest["train_seconds"] / 60, 1),
             "target_tokens_per_s": manifest["tokens_per_s"], "steps": manifest["steps"],
             "peak_memory_gib": manifest["peak_memory_gib"], "torch": manifest["torch"],
-            "seconds": manifest["seconds"]}
+            "seconds": manifest["seconds"], "sessions": _session_lines(manifest)}
+
+
+def _session_lines(manifest: dict) -> str:
+    """Every GPU session that trained these weights: device, updates, minutes, command."""
+    return " | ".join(
+        f"session {i}: {row.get('device')}, {row.get('steps')} steps (to step "
+        f"{row.get('steps_total')}), {row.get('train_seconds', 0) / 60:.1f} minutes, "
+        f"{row.get('tokens_per_s')} target tokens/s, `{row.get('command')}`"
+        for i, row in enumerate(sessions(manifest), start=1))
+
+
+def _sessions_phrase(manifest: dict) -> str:
+    n = len(sessions(manifest))
+    return f" in {n} sessions, the last going on from the weights the one before returned" if (
+        n > 1) else "; both directions at once" if manifest["run"]["memory_fraction"] <= 0.5 else ""
 
 
 def _history_note(manifest: dict) -> str:
     run = manifest["run"]
     every = (f"every {run['eval_every']} steps and at the end" if run["eval_every"]
              else "after each epoch")
-    return (f"Greedy BLEU on the first {run['eval_limit']} sentences of each dev set, {every}; "
+    note = (f"Greedy BLEU on the first {run['eval_limit']} sentences of each dev set, {every}; "
             "the weights sent are the last (no selection), scored on more sentences above.")
+    if manifest.get("init_from"):
+        note += (" The rows of all sessions; a session going on from returned weights first "
+                 "scores them as loaded (no training loss; minutes count from the first session).")
+    return note
 
 
 def card_metadata(cfg, prepared: Prepared, manifest: dict, cpu: dict, agreement: dict,
@@ -66,7 +95,7 @@ def card_metadata(cfg, prepared: Prepared, manifest: dict, cpu: dict, agreement:
     """metadata.json of a joined direction: what the model card shows, the scores measured here
     (``cpu``, dev_scores' rows) and the GPU check (``agreement``, the shards, the data's hashes)."""
     src, tgt = manifest["src_lang"], manifest["tgt_lang"]
-    minutes = manifest["train_seconds"] / 60
+    minutes = train_seconds_total(manifest) / 60
     shape, where, on_gpu = _shape_and_place(manifest)
     scores = [{"split": name, "decoding": "greedy", "sentences": row["sentences"],
                **{k: row[k] for k in ("bleu", "chrf", "bleu_lower_tok", "repetition_rate")}}
@@ -74,9 +103,9 @@ def card_metadata(cfg, prepared: Prepared, manifest: dict, cpu: dict, agreement:
     return {"name": f"Multi30k + Tatoeba {src}→{tgt}, {shape}, {minutes:.1f} minutes on "
                     f"{'a GPU' if on_gpu else 'the CPU'}",
             "description": f"d_model {cfg.d_model}, d_ff {cfg.d_ff}, h {cfg.h}, N {cfg.N} "
-                           f"({shape}), trained for {minutes:.1f} minutes on {where}; both "
-                           "directions at once.",
-            "src_lang": src, "tgt_lang": tgt, "history": manifest["history"],
+                           f"({shape}), trained for {minutes:.1f} minutes on {where}"
+                           f"{_sessions_phrase(manifest)}.",
+            "src_lang": src, "tgt_lang": tgt, "history": whole_history(manifest),
             "history_note": _history_note(manifest),
             "data": _data(manifest, prepared), "training": _training(manifest, cfg, commands),
             "hardware": _hardware(manifest, where), "scores": scores,

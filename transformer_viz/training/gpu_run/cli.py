@@ -8,6 +8,7 @@ import shlex
 import sys
 
 from transformer_viz.training.gpu_run.data import prepare
+from transformer_viz.training.gpu_run.resume import InitRefused
 from transformer_viz.training.gpu_run.returned import BLEU_TOLERANCE, join
 from transformer_viz.training.gpu_run.train import GpuRunConfig, train_direction
 
@@ -33,6 +34,8 @@ def parser() -> argparse.ArgumentParser:
                    help="reuse this tokenizer directory ('' learns a joint BPE of --vocab-size)")
     p.add_argument("--vocab-size", type=int, default=8000)
     p.add_argument("--out", default="gpu-data")
+    p.add_argument("--compress", action="store_true",
+                   help="store the IDs xz-compressed (a third of the size)")
     p = sub.add_parser("train",
                        help="train one direction for a wall-clock budget; write its shards")
     p.add_argument("--data", default="gpu-data")
@@ -59,13 +62,17 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.stage == "prepare":
         prepare(args.out, args.data_dir, args.tatoeba_dir, args.tokenizer or None, args.vocab_size,
-                log=log)
+                log=log, compress=args.compress)
     elif args.stage == "train":
         fields = GpuRunConfig.__dataclass_fields__
         rc = GpuRunConfig(**{name: getattr(args, name) for name in fields})
         command = " ".join([PROG] + [shlex.quote(a)
                                      for a in (sys.argv[1:] if argv is None else argv)])
-        train_direction(rc, args.data, args.out, log=log, command=command)
+        try:
+            train_direction(rc, args.data, args.out, log=log, command=command)
+        except InitRefused as exc:
+            print(f"gpu_run train: {exc}", file=sys.stderr)
+            return 2
     else:
         reports = join(args.returned, args.data, args.out, args.command, args.tolerance,
                        args.prefix, log=log)

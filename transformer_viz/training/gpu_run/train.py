@@ -14,6 +14,9 @@ import torch
 
 from transformer_viz.training.gpu_run.data import (DIRECTIONS, MANIFEST_SUFFIX, TRAIN_SPLITS,
                                                    Prepared, dev_scores)
+from transformer_viz.training.gpu_run.resume import (InitRefused, check_compatible, init_record,
+                                                     load_init, sessions, steps_total,
+                                                     train_seconds_total)
 
 
 @dataclass
@@ -37,6 +40,11 @@ class GpuRunConfig:
     eval_limit: int = 300  # sentences of each dev set scored as training goes
     final_limit: int = 1000  # sentences of each dev set scored with the weights as sent
     memory_fraction: float = 0.45  # of the GPU, per process (two share one)
+    # A returned direction's shards and manifest to go on from: the schedule goes on from their
+    # step count, but Adam's moments start at zero, so the learning rate ramps up again over
+    # rewarmup steps to the schedule's value (training.translation.rewarmup_factor).
+    init_from: str = ""
+    rewarmup: int = 200
     seed: int = 1234
     threads: int = 0  # CPU threads (0: torch's default)
     model_overrides: dict = field(default_factory=dict)
@@ -50,7 +58,8 @@ class GpuRunConfig:
                            lr_factor=self.lr_factor, label_smoothing=self.label_smoothing,
                            multi30k_copies=self.multi30k_copies,
                            tatoeba_copies=self.tatoeba_copies, amp=self.amp, seed=self.seed,
-                           threads=self.threads, model_overrides=self.model_overrides)
+                           threads=self.threads, model_overrides=self.model_overrides,
+                           rewarmup=self.rewarmup)
 
 
 def _fused_attention_runs(model, batch, amp: str) -> bool:
@@ -127,7 +136,8 @@ def _device(rc: GpuRunConfig) -> torch.device:
 class BudgetedRun:
     """One direction's run: its prepared data, model and optimiser, and what the loop has seen."""
 
-    def __init__(self, rc: GpuRunConfig, data: str | Path, log=print) -> None:
+    def __init__(self, rc: GpuRunConfig, data: str | Path, log=print,
+                 init: tuple[dict, dict] | None = None) -> None:
         from transformer_viz.models.config import preset
         from transformer_viz.models.transformer import Transformer
         from transformer_viz.text.corpora import make_batch, token_batches
@@ -156,12 +166,34 @@ class BudgetedRun:
             f"{len(self.examples):,} training pairs, batches of {self.tc.batch_tokens} tokens, "
             f"device {device}"
             + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""))
-        self.state, self.history = TrainState(), []
+        self.state, self.history, self.previous = TrainState(), [], None
         self.window = {"loss": 0.0, "steps": 0}
-        self.tokens_seen, self.t_train = 0, time.time()
+        self.tokens_seen, self.t_train, self.seconds_before = 0, time.time(), 0.0
+        if init:
+            self.go_on_from(*init)
+
+    def go_on_from(self, previous: dict, compact: dict) -> None:
+        """The returned weights put back, exactly; the step and epoch counts go on from theirs."""
+        from transformer_viz.checkpoints import state_dict_for_saving
+        from transformer_viz.checkpoints.compact import dequantise
+        from transformer_viz.training.common import TrainState
+
+        model = self.model
+        check_compatible(previous, model.cfg.to_dict(), self.prepared.manifest["sha256"])
+        missing, unexpected = model.load_state_dict(dequantise(compact), strict=False)
+        tied = set(model.state_dict()) - set(state_dict_for_saving(model))
+        if unexpected or set(missing) - tied:
+            raise InitRefused(f"--init-from: the shards do not fit the model ({unexpected} "
+                              f"unexpected, {sorted(set(missing) - tied)} missing)")
+        start = steps_total(previous)
+        self.state = TrainState(step=start, epoch=previous["epochs"], restart_step=start)
+        self.previous, self.seconds_before = previous, train_seconds_total(previous)
+        self.log(f"{self.rc.direction}: going on from {self.rc.init_from} at step {start}, the "
+                 f"learning rate ramped up again over {self.rc.rewarmup} steps")
 
     def evaluate(self) -> None:
-        """Greedy dev BLEU and Multi30k val loss now: a history row and a JSON line in the log."""
+        """Greedy dev BLEU and Multi30k val loss now: a history row and a JSON line in the log.
+        Minutes count from the first session, so that the rows of several read as one run."""
         from transformer_viz.training.common import validation_loss
 
         rc, state, window = self.rc, self.state, self.window
@@ -169,11 +201,15 @@ class BudgetedRun:
         elapsed = time.time() - self.t_train
         row = {"epoch": state.epoch, "step": state.step,
                "train_loss": window["loss"] / max(window["steps"], 1),
+               "lr": self.optimizer.param_groups[0]["lr"],
                "val_loss": validation_loss(self.model, self.val_batches, self.device,
                                            rc.label_smoothing),
                "val_bleu": scores["val"]["bleu"], "tatoeba_dev_bleu": scores["tatoeba_dev"]["bleu"],
-               "tokens_per_s": self.tokens_seen / max(elapsed, 1e-9), "elapsed_s": elapsed,
-               "dev_sentences": rc.eval_limit}
+               "tokens_per_s": self.tokens_seen / max(elapsed, 1e-9),
+               "elapsed_s": self.seconds_before + elapsed, "dev_sentences": rc.eval_limit}
+        if not window["steps"]:  # the weights as loaded, before any update of this session
+            del row["train_loss"], row["lr"]
+            row["before_update"] = True
         self.history.append(row)
         window.update(loss=0.0, steps=0)
         rounded = {k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}
@@ -196,6 +232,8 @@ class BudgetedRun:
         rc, tc, state, model = self.rc, self.tc, self.state, self.model
         self.t_train = time.time()
         deadline = self.t_train + rc.minutes * 60
+        if self.previous:  # proof in the log that the returned weights score as they did there
+            self.evaluate()
         model.train()
         while time.time() < deadline:
             batches = token_batches(self.examples, tc.batch_tokens, shuffle=True,
@@ -233,11 +271,10 @@ class BudgetedRun:
         self.model.eval()
         final = dev_scores(self.model, self.prepared, self.src, self.tgt, rc.final_limit)
         files = write_shards(compact, out, rc.direction)
-        manifest = self.manifest(final, files, command, train_s)
-        manifest["seconds"] = {"start": round(self.t_train - t_start, 1),
-                               "train": round(train_s, 1),
-                               "quantise_score_write": round(time.time() - t_final, 1),
-                               "total": round(time.time() - t_start, 1)}
+        seconds = {"start": round(self.t_train - t_start, 1), "train": round(train_s, 1),
+                   "quantise_score_write": round(time.time() - t_final, 1),
+                   "total": round(time.time() - t_start, 1)}
+        manifest = self.manifest(final, files, command, train_s, seconds)
         write_manifest(out / f"{rc.direction}{MANIFEST_SUFFIX}", manifest)
         self.log(f"{rc.direction}: as sent, greedy dev BLEU "
                  + ", ".join(f"{k} {v['bleu']:.2f} ({v['sentences']} sentences)"
@@ -246,20 +283,31 @@ class BudgetedRun:
                  f"{manifest['seconds']['total']:.0f} s in all")
         return manifest
 
-    def manifest(self, final: dict, files: list[dict], command: str, train_s: float) -> dict:
-        """What the join and the model card read: the run, its history, the scores as sent."""
+    def manifest(self, final: dict, files: list[dict], command: str, train_s: float,
+                 seconds: dict) -> dict:
+        """What the join and the model card read: the run, its history, the scores as sent.
+        ``steps`` and ``history`` are this session's; ``steps_total``, ``init_from`` (the run
+        gone on from) and ``sessions`` span all of them."""
         rc, state, device, cuda = self.rc, self.state, self.device, self.device.type == "cuda"
-        return {
+        start = steps_total(self.previous) if self.previous else 0
+        out = {
             "direction": rc.direction, "src_lang": self.src, "tgt_lang": self.tgt,
             "config": self.model.cfg.to_dict(), "run": asdict(rc),
-            "batch_tokens_used": self.tc.batch_tokens, "steps": state.step, "epochs": state.epoch,
+            "batch_tokens_used": self.tc.batch_tokens, "steps": state.step - start,
+            "steps_total": state.step, "epochs": state.epoch,
             "target_tokens": self.tokens_seen, "train_seconds": round(train_s, 1),
+            "train_seconds_total": round(self.seconds_before + train_s, 1),
             "tokens_per_s": round(self.tokens_seen / max(train_s, 1e-9)), "history": self.history,
             "device": torch.cuda.get_device_name(device) if cuda else "cpu",
             "peak_memory_gib": (round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
                                 if cuda else None),
             "torch": torch.__version__, "data": self.prepared.manifest["sha256"],
-            "dev_scores_as_sent": final, "files": files, "command": command}
+            "dev_scores_as_sent": final, "files": files, "command": command, "seconds": seconds}
+        if self.previous:
+            out["init_from"] = init_record(rc.init_from, self.previous)
+        out["sessions"] = (sessions(self.previous) if self.previous else []) + sessions(
+            {k: v for k, v in out.items() if k != "init_from"})
+        return out
 
 
 def train_direction(rc: GpuRunConfig, data: str | Path, out: str | Path, log=print,
@@ -267,8 +315,10 @@ def train_direction(rc: GpuRunConfig, data: str | Path, out: str | Path, log=pri
     """Train one direction for ``rc.minutes``, then quantise, score and write it; returns the
     manifest. ``command``: the command line, recorded in the manifest for the model card."""
     t_start = time.time()
+    # The shards' hashes are checked before anything else costs time on the GPU.
+    init = load_init(rc.init_from, rc.direction) if rc.init_from else None
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    run = BudgetedRun(rc, data, log)
+    run = BudgetedRun(rc, data, log, init)
     train_s = run.train()
     return run.send(out, command, t_start, train_s)
