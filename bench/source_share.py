@@ -5,7 +5,7 @@ content source token that no written token used. Then the same on inputs built b
 sentences (words shuffled, the other language's sentence, one word repeated five times): a model that
 stops reading the source should show it as more flags.
 
-    .venv/bin/python bench/source_share.py --checkpoint checkpoints/de-en --limit 100 --steps 16
+    .venv/bin/python bench/source_share.py --checkpoint checkpoints/de-en --limit 500 --broken-limit 100
 
 Prints a JSON summary; one torch thread; test sets are read, never trained or tuned on.
 """
@@ -71,6 +71,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=16)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--splits", nargs="+", default=["test_2016_flickr", "tatoeba_dev"])
+    parser.add_argument("--broken-limit", type=int, default=None,
+                        help="the first n sentences of each split for the broken inputs (default: --limit)")
     args = parser.parse_args()
     import torch
 
@@ -81,7 +83,8 @@ def main() -> None:
     for split in args.splits:
         pairs = read_any_split(split, src, tgt, args.data_dir, args.tatoeba_dir, args.limit)
         out[split] = measure(ckpt, [s for s, _ in pairs], args.steps)
-        for name, texts in broken(pairs, random.Random(args.seed)).items():
+        few = pairs[:args.broken_limit or len(pairs)]
+        for name, texts in broken(few, random.Random(args.seed)).items():
             out[f"{split}, {name}"] = measure(ckpt, texts, args.steps)
         print(json.dumps(out, indent=1), flush=True)
     out["minutes"] = round((time.time() - start) / 60, 1)
