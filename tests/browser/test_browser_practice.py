@@ -11,7 +11,7 @@ import pytest
 
 from tests.browser.test_browser import (SERVER_START_S, WAIT_MS, act_and_wait,  # noqa: F401
                                         assert_page_healthy, browser, wait_for_run)
-from tests.support.browser import CHROMIUM, COUNT_RUNS_JS, serving
+from tests.support.browser import CHROMIUM, counted_page, serving
 
 TITLE = "Practice"
 SENTENCE = "zwei kinder sitzen am strand ."
@@ -42,11 +42,7 @@ def check(pg, typed: str, shows: str) -> None:
 def test_a_wrong_answer_three_hints_then_the_right_answer_marked_done(  # noqa: F811
         browser, tiny_url, tokenizer):
     tokens = len(tokenizer(SENTENCE, add_special_tokens=False)["input_ids"]) + 1  # and </s>
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    context.add_init_script(COUNT_RUNS_JS)
-    pg = context.new_page()
-    pg.set_default_timeout(WAIT_MS)
-    try:
+    with counted_page(browser, 1400, 1000, WAIT_MS) as pg:
         pg.goto(f"{tiny_url}/practice?ex=1&s=" + urllib.parse.quote(SENTENCE))
         wait_for_run(pg, 0, title=TITLE)
         assert pg.get_by_text("Exercise 1 of 14: How many tokens?").count() == 1
@@ -70,5 +66,3 @@ def test_a_wrong_answer_three_hints_then_the_right_answer_marked_done(  # noqa: 
         nav = pg.locator('[data-testid="stSidebarNav"] a', has_text="Practice")
         act_and_wait(pg, nav.click, title=TITLE)
         assert query_of(pg)["done"] == ["1"] and query_of(pg)["ex"] == ["1"]
-    finally:
-        context.close()

@@ -191,3 +191,17 @@ def serving(checkpoints: Path | None, log: Path, timeout_s: float):
         yield url
     finally:
         stop_server(proc)
+
+
+@contextlib.contextmanager
+def counted_page(browser, width: int, height: int, timeout_ms: int):
+    """A new page in its own browser context at width × height, counting the app's script runs
+    (COUNT_RUNS_JS), every wait bounded by ``timeout_ms``; the context closes after the block."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    context.add_init_script(COUNT_RUNS_JS)
+    page = context.new_page()
+    page.set_default_timeout(timeout_ms)
+    try:
+        yield page
+    finally:
+        context.close()

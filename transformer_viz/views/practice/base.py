@@ -72,6 +72,14 @@ def label(token: str) -> str:
     return safe_label(token_text(token))
 
 
+def attention_row(ctx: Context, name: str, query_len: int) -> tuple[int, np.ndarray, list[int]]:
+    """The sidebar's head at ``name`` (an attention's weights): the query asked about (position 1,
+    or 0 for a one-token side), its row of weights and the keys tied for its largest."""
+    query = min(1, query_len - 1)
+    row = traced(ctx, name)[ctx.head, query]  # (keys,)
+    return query, row, largest(row)
+
+
 def largest(values) -> list[int]:
     """The indices of the largest value and of every value within TIE (1 %) of it."""
     values = np.asarray(values, dtype=np.float64)

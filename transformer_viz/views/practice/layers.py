@@ -9,7 +9,7 @@ from transformer_viz.plots.heads import head_drop_figure
 from transformer_viz.plots.layers import ffn_hidden_figure, layernorm_stats_figure, position_stats
 from transformer_viz.views.attention import attention
 from transformer_viz.views.practice.base import (
-    Context, Exercise, Posed, answer_figure, label, largest, shown, traced)
+    Context, Exercise, Posed, answer_figure, attention_row, label, largest, shown, traced)
 from transformer_viz.views.practice.checks import head_answer, number_answer, token_answer
 from transformer_viz.views.spec import FigureSpec
 from transformer_viz.views.tables import token_frame
@@ -17,9 +17,7 @@ from transformer_viz.views.tables import token_frame
 
 def pose_self_attention(ctx: Context) -> Posed:
     run, L, H = ctx.run, ctx.layer, ctx.head
-    i = min(1, len(run.src_ids) - 1)
-    row = traced(ctx, f"encoder.{L}.self_attn.weights")[H, i]  # (S,)
-    best = largest(row)
+    i, row, best = attention_row(ctx, f"encoder.{L}.self_attn.weights", len(run.src_ids))  # (S,)
     j = best[0]
     tokens = run.src_tokens
     return Posed(

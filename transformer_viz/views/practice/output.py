@@ -6,7 +6,7 @@ from __future__ import annotations
 from transformer_viz.views.attention import attention, heads
 from transformer_viz.views.decoding import decoding_step
 from transformer_viz.views.practice.base import (
-    Context, Exercise, Posed, answer_figure, label, largest, shown, traced)
+    Context, Exercise, Posed, answer_figure, attention_row, label, shown, traced)
 from transformer_viz.views.practice.checks import (number_answer, sentence_answer, shape_answer,
                                                    token_answer)
 
@@ -31,9 +31,7 @@ def pose_cross_shape(ctx: Context) -> Posed:
 
 def pose_cross_look(ctx: Context) -> Posed:
     run, L, H = ctx.run, ctx.layer, ctx.head
-    t = min(1, len(run.tgt_ids) - 1)
-    row = traced(ctx, f"decoder.{L}.cross_attn.weights")[H, t]  # (S,)
-    best = largest(row)
+    t, row, best = attention_row(ctx, f"decoder.{L}.cross_attn.weights", len(run.tgt_ids))  # (S,)
     j = best[0]
     src, written = run.src_tokens, run.predicted_ids[t]
     writes = shown(ctx.checkpoint.tokenizer.convert_ids_to_tokens([written])[0])
