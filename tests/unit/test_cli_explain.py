@@ -10,6 +10,7 @@ from tests.unit.test_cli import SENTENCE, run_cli
 from transformer_viz.engine import run_sentence
 from transformer_viz.interpret.ablation import parse_heads
 from transformer_viz.interpret import explain as X
+from transformer_viz.interpret.source_share import content_tokens, source_shares
 
 
 def test_explain_json_per_target_token(checkpoint_dir, tiny_checkpoint, capsys):
@@ -33,6 +34,12 @@ def test_explain_json_per_target_token(checkpoint_dir, tiny_checkpoint, capsys):
     probs = run.trace["probs"][0].numpy()
     np.testing.assert_allclose([r["p"] for r in rows], probs[np.arange(len(rows)), run.predicted_ids], atol=1e-6)
     assert abs(got["ig_completeness_gap"] - np.abs(ig.sum(-1) - delta).sum() / np.abs(delta).sum()) < 1e-5
+    shares = source_shares(model, run.src_ids, run.tgt_ids, 8)
+    np.testing.assert_allclose([r["source_share"] for r in rows], shares.source_share, atol=1e-4)
+    assert [r["low_source"] for r in rows] == shares.low_source.tolist()
+    assert all(0.0 <= r["source_share"] <= 1.0 for r in rows)
+    unused = shares.unused_sources(content_tokens(run.src_tokens))
+    assert got["unused_source_tokens"] == [t for t, u in zip(run.src_tokens, unused) if u]
 
 
 def test_translate_with_heads_off(checkpoint_dir, tiny_checkpoint, capsys):

@@ -6,11 +6,10 @@ from the source (a hallucination's sign) and the source tokens that no token use
 
 from __future__ import annotations
 
-import numpy as np
 import streamlit as st
 
 from transformer_viz.app import loaders, widgets
-from transformer_viz.interpret.source_share import LOW_SOURCE_SHARE, UNUSED_SOURCE
+from transformer_viz.interpret.source_share import LOW_SOURCE_SHARE, UNUSED_SOURCE, content_tokens
 from transformer_viz.plots.common import token_labels, token_text
 from transformer_viz.plots.patching import source_share_figure
 
@@ -26,12 +25,6 @@ METHOD = ("Which did each word of the translation read more: the **source senten
           "two shares as they did with layer-wise relevance propagation.")
 
 
-def content(tokens: list[str]) -> np.ndarray:
-    """(S,) True for source tokens that carry meaning: not </s>, not punctuation alone."""
-    return np.array([tok != "</s>" and any(ch.isalnum() for ch in token_text(tok))
-                     for tok in tokens])
-
-
 @st.cache_data(show_spinner="Splitting each word's attribution between the source and the "
                             "translation so far (integrated gradients: seconds)…",
                max_entries=32, ttl=3600)
@@ -44,7 +37,7 @@ def shares(checkpoint: str, sentence: str) -> dict:
     found = source_shares(ckpt.model, run.src_ids, run.tgt_ids)
     return {"written": run.tgt_tokens[1:] + ["</s>"], "source": list(run.src_tokens),
             "source_share": found.source_share, "low_source": found.low_source,
-            "unused": found.unused_sources(content(run.src_tokens))}
+            "unused": found.unused_sources(content_tokens(run.src_tokens))}
 
 
 def _quoted(tokens: list[str]) -> str:

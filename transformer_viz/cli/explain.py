@@ -53,9 +53,25 @@ def explain_json(ckpt, sentence: str, steps: int, contrast: str | None = None,
            "ig_completeness_gap": round(float(np.abs(ig.sum(-1) - delta).sum() / np.abs(delta).sum()), 6),
            "lens_final_layer_norm": bool(model.cfg.pre_ln), "messages": run.messages,
            "tokens": X.explanation_rows(run, lens, ig, gxi)}
+    out.update(source_share_json(model, run, steps, out["tokens"]))
     if contrast is not None:
         out["contrastive"] = contrast_json(ckpt, run, contrast, position, steps)
     return out
+
+
+def source_share_json(model, run, steps: int, rows: list[dict]) -> dict:
+    """Each written token's source share and low-source flag, added to its row of ``rows``, and
+    the source tokens no written token used (interpret/source_share.py)."""
+    from transformer_viz.interpret.source_share import content_tokens, source_shares
+
+    found = source_shares(model, run.src_ids, run.tgt_ids, steps)
+    for row, share, low in zip(rows, found.source_share, found.low_source):
+        row["source_share"], row["low_source"] = round(float(share), 4), bool(low)
+    unused = found.unused_sources(content_tokens(run.src_tokens))
+    return {"source_share_method": "integrated gradients of log p(token) over the source and the "
+                                   "target prefix embeddings (Voita et al., 2021): source share = "
+                                   "Σ|IG(source)| / (Σ|IG(source)| + Σ|IG(prefix)|)",
+            "unused_source_tokens": [t for t, u in zip(run.src_tokens, unused) if u]}
 
 
 def token_id(ckpt, token: str) -> int:

@@ -56,6 +56,15 @@ class SourceShares:
         return unused if content is None else unused & content
 
 
+def content_tokens(tokens: list[str]) -> np.ndarray:
+    """(S,) True for source tokens that carry meaning: not </s>, not punctuation alone (the tokens
+    whose going unused is a sign of under-translation)."""
+    from transformer_viz.plots.common import token_text
+
+    return np.array([tok != "</s>" and any(ch.isalnum() for ch in token_text(tok))
+                     for tok in tokens])
+
+
 def source_shares(model: Transformer, src_ids: list[int], tgt_ids: list[int],
                   steps: int = IG_STEPS) -> SourceShares:
     """The shares of every token the decoder writes when it reads ``tgt_ids`` (<s> + translation)."""
