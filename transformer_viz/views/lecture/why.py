@@ -50,7 +50,7 @@ def _own_pair(ctx: Context) -> LecturePair:
     if not differs.any():
         return LecturePair(None, run.source_text, run.source_text, None)
     k = int(differs.any(1).argmax())
-    (s, r), t = swaps[k], int(differs[k].argmax())
+    (s, _), t = swaps[k], int(differs[k].argmax())
     corrupted = rows[k].tolist()
     grids = patch_grids(model, src, corrupted, tgt, t, written[t], int(best[k, t]))
     tokens = ctx.id_to_token
