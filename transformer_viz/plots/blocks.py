@@ -1,11 +1,11 @@
-"""Block diagrams of the model (the architecture on the Overview, the flow of shapes on the Shapes page):
-labelled boxes, arrows along the data flow, the residual connection around every sublayer into its
-Add & Norm, and the encoder's output feeding cross-attention.
+"""Block diagrams of the model (the architecture on the Overview, the flow of shapes on the Shapes
+page): labelled boxes, arrows along the data flow, the residual connection around every sublayer
+into its Add & Norm, and the encoder's output feeding cross-attention.
 
-Readable from the back of a lecture hall: text of TEXT_SIZE px, dark on light fills. x runs from 0 to 100 (a
-share of the figure's width), y is in pixels from the bottom, so a box's height is exact and its width is
-known for a figure DESIGN_WIDTH px wide: the main column of a 1280 px window. :func:`text_fits` says whether a
-box's lines fit inside it at that width.
+Readable from the back of a lecture hall: text of TEXT_SIZE px, dark on light fills. x runs from 0
+to 100 (a share of the figure's width), y is in pixels from the bottom, so a box's height is exact
+and its width is known for a figure DESIGN_WIDTH px wide: the main column of a 1280 px window.
+:func:`text_fits` says whether a box's lines fit inside it at that width.
 """
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ from transformer_viz.plots.common import INK, OUTLINE, make_figure
 
 TEXT_SIZE = 14  # px, every label of a diagram
 TITLE_SIZE = 17
-DESIGN_WIDTH = 760  # px of plot area: the figure in the main column of a 1280 px window (about 800 px), less margins
-CHAR_WIDTH = 0.62  # × the font size: a generous mean advance for digits, capitals, brackets and spaces
+# px of plot area: the figure in the main column of a 1280 px window (about 800 px), less margins
+DESIGN_WIDTH = 760
+# × the font size: a generous mean advance for digits, capitals, brackets and spaces
+CHAR_WIDTH = 0.62
 BOLD = 1.1  # bold text is this much wider
 LINE_HEIGHT = 1.3  # × the font size
 PAD_X, PAD_Y = 8, 4  # px of room kept between a box's text and its edges
@@ -33,14 +35,16 @@ GAP = 24  # px between two boxes of a column: room for an arrow
 BRANCH = 10  # px under a sublayer where its residual branches off the stream (less than GAP)
 FRAME_TOP = 12  # px between a frame's last box and its top edge
 # What the lines of a diagram mean, said under each one.
-DIAGRAM_CAPTION = ("Bottom to top, as in the paper. Grey arrows: the data flow. Blue: the residual connections, "
-                   "x + Sublayer(x), into each Add & Norm. The encoder's output (the memory) gives the keys and "
-                   "values (K, V) of the cross-attention in every decoder layer. Hover a block for its tensors.")
+DIAGRAM_CAPTION = ("Bottom to top, as in the paper. Grey arrows: the data flow. Blue: the residual "
+                   "connections, x + Sublayer(x), into each Add & Norm. The encoder's output (the "
+                   "memory) gives the keys and values (K, V) of the cross-attention in every "
+                   "decoder layer. Hover a block for its tensors.")
 
 
 @dataclass
 class Box:
-    """A labelled block: x0, x1 in 0-100 of the width, y0, y1 in px; ``lines`` are plotly text (escaped)."""
+    """A labelled block: x0, x1 in 0-100 of the width, y0, y1 in px; ``lines`` are plotly text
+    (escaped)."""
 
     x0: float
     y0: float
@@ -61,8 +65,8 @@ class Box:
 
 
 def text_width(line: str, size: float = TEXT_SIZE) -> float:
-    """The width in px a line of plotly text takes at most: markup removed, entities as one character,
-    bold runs wider."""
+    """The width in px a line of plotly text takes at most: markup removed, entities as one
+    character, bold runs wider."""
     bold = sum(len(html.unescape(m)) for m in re.findall(r"<b>(.*?)</b>", line))
     plain = len(html.unescape(re.sub(r"<[^>]+>", "", line)))
     return (plain - bold + bold * BOLD) * CHAR_WIDTH * size
@@ -83,7 +87,8 @@ def box_height(n_lines: int) -> float:
 
 @dataclass
 class Diagram:
-    """Boxes, frames, arrows and residual paths, collected and then built into one figure at once."""
+    """Boxes, frames, arrows and residual paths, collected and then built into one figure at
+    once."""
 
     boxes: list[Box] = field(default_factory=list)
     frames: list[dict] = field(default_factory=list)  # drawn first: under the boxes they hold
@@ -94,24 +99,28 @@ class Diagram:
             hover: str = "") -> Box:
         box = Box(x0, y0, x1, y0 + height, fill, lines, hover)
         self.boxes.append(box)
-        self.shapes.append({"type": "rect", "x0": x0, "y0": y0, "x1": x1, "y1": box.y1, "fillcolor": fill,
-                            "line": {"color": OUTLINE, "width": 1}, "layer": "below", "name": "block"})
+        self.shapes.append({"type": "rect", "x0": x0, "y0": y0, "x1": x1, "y1": box.y1,
+                            "fillcolor": fill, "line": {"color": OUTLINE, "width": 1},
+                            "layer": "below", "name": "block"})
         return box
 
     def frame(self, inner: list[Box], x0: float, x1: float, pad: float, label: str, label_x: float,
               hover: str) -> None:
-        """A frame around a layer's sublayers (drawn under them), with its repeat count (``label``, "3×")
-        outside it at ``label_x``."""
+        """A frame around a layer's sublayers (drawn under them), with its repeat count (``label``,
+        "3×") outside it at ``label_x``."""
         y0, y1 = min(b.y0 for b in inner) - pad, max(b.y1 for b in inner) + FRAME_TOP
-        self.frames.append({"type": "rect", "x0": x0, "y0": y0, "x1": x1, "y1": y1, "fillcolor": FRAME_FILL,
-                            "line": {"color": OUTLINE, "width": 1.5}, "layer": "below", "name": "layer frame"})
-        self.annotations.append({"x": label_x, "y": (y0 + y1) / 2, "text": f"<b>{label}</b>", "showarrow": False,
-                                 "font": {"size": TITLE_SIZE, "color": INK}, "hovertext": hover, "name": "repeat"})
+        self.frames.append({"type": "rect", "x0": x0, "y0": y0, "x1": x1, "y1": y1,
+                            "fillcolor": FRAME_FILL, "line": {"color": OUTLINE, "width": 1.5},
+                            "layer": "below", "name": "layer frame"})
+        self.annotations.append({"x": label_x, "y": (y0 + y1) / 2, "text": f"<b>{label}</b>",
+                                 "showarrow": False, "font": {"size": TITLE_SIZE, "color": INK},
+                                 "hovertext": hover, "name": "repeat"})
 
-    def arrow(self, tail: tuple[float, float], head: tuple[float, float], colour: str = ARROW_COLOUR,
-              name: str = "flow") -> None:
-        self.annotations.append({"x": head[0], "y": head[1], "ax": tail[0], "ay": tail[1], "xref": "x", "yref": "y",
-                                 "axref": "x", "ayref": "y", "showarrow": True, "arrowhead": 2, "arrowsize": 1.2,
+    def arrow(self, tail: tuple[float, float], head: tuple[float, float],
+              colour: str = ARROW_COLOUR, name: str = "flow") -> None:
+        self.annotations.append({"x": head[0], "y": head[1], "ax": tail[0], "ay": tail[1],
+                                 "xref": "x", "yref": "y", "axref": "x", "ayref": "y",
+                                 "showarrow": True, "arrowhead": 2, "arrowsize": 1.2,
                                  "arrowwidth": 1.6, "arrowcolor": colour, "text": "", "name": name})
 
     def flow(self, lower: Box, upper: Box) -> None:
@@ -119,46 +128,52 @@ class Diagram:
         self.arrow((lower.cx, lower.y1), (upper.cx, upper.y0))
 
     def residual(self, sublayer: Box, norm: Box, x: float) -> None:
-        """x + Sublayer(x): the stream branches off just below the sublayer, runs beside it at ``x`` and
-        joins its Add & Norm from that side."""
+        """x + Sublayer(x): the stream branches off just below the sublayer, runs beside it at ``x``
+        and joins its Add & Norm from that side."""
         branch = sublayer.y0 - BRANCH
         edge = norm.x0 if x < norm.x0 else norm.x1
-        self.shapes.append({"type": "path", "path": f"M {sublayer.cx},{branch} L {x},{branch} L {x},{norm.cy}",
+        self.shapes.append({"type": "path",
+                            "path": f"M {sublayer.cx},{branch} L {x},{branch} L {x},{norm.cy}",
                             "line": {"color": RESIDUAL_COLOUR, "width": 2.2}, "name": "residual"})
         self.arrow((x, norm.cy), (edge, norm.cy), RESIDUAL_COLOUR, "residual")
 
     def connector(self, source: Box, target: Box, x: float, label: str) -> None:
-        """The encoder's output into a decoder box in the other column: out of the source's side, along
-        ``x`` (with ``label`` written along it), into the target's side."""
+        """The encoder's output into a decoder box in the other column: out of the source's side,
+        along ``x`` (with ``label`` written along it), into the target's side."""
         start = source.x1 if x > source.x1 else source.x0
         end = target.x0 if x < target.x0 else target.x1
-        self.shapes.append({"type": "path", "path": f"M {start},{source.cy} L {x},{source.cy} L {x},{target.cy}",
+        self.shapes.append({"type": "path",
+                            "path": f"M {start},{source.cy} L {x},{source.cy} L {x},{target.cy}",
                             "line": {"color": ARROW_COLOUR, "width": 1.6}, "name": "memory"})
         self.arrow((x, target.cy), (end, target.cy), ARROW_COLOUR, "memory")
-        self.annotations.append({"x": x, "y": (source.cy + target.cy) / 2, "text": label, "textangle": -90,
-                                 "showarrow": False, "bgcolor": "#ffffff", "font": {"size": TEXT_SIZE, "color": INK},
-                                 "name": "memory label"})
+        self.annotations.append({"x": x, "y": (source.cy + target.cy) / 2, "text": label,
+                                 "textangle": -90, "showarrow": False, "bgcolor": "#ffffff",
+                                 "font": {"size": TEXT_SIZE, "color": INK}, "name": "memory label"})
 
     def figure(self, title: str | None) -> go.Figure:
         top = max(b.y1 for b in self.boxes)
-        text = {"type": "scatter", "mode": "text", "x": [b.cx for b in self.boxes], "y": [b.cy for b in self.boxes],
-                "text": ["<br>".join(b.lines) for b in self.boxes], "hovertext": [b.hover for b in self.boxes],
-                "hoverinfo": "text", "showlegend": False,
+        text = {"type": "scatter", "mode": "text", "x": [b.cx for b in self.boxes],
+                "y": [b.cy for b in self.boxes], "text": ["<br>".join(b.lines) for b in self.boxes],
+                "hovertext": [b.hover for b in self.boxes], "hoverinfo": "text",
+                "showlegend": False,
                 "textfont": {"size": TEXT_SIZE, "color": [b.text_colour for b in self.boxes]}}
         layout = {"shapes": self.frames + self.shapes, "annotations": self.annotations,
                   "xaxis": {"visible": False, "range": [0, 100], "fixedrange": True},
                   "yaxis": {"visible": False, "range": [0, top], "fixedrange": True}}
         fig = make_figure([text], layout, title, height=int(top) + TOP_MARGIN + BOTTOM_MARGIN)
-        # The plot area is exactly ``top`` px high, so that a box's height in y is its height on the screen.
+        # The plot area is exactly ``top`` px high, so that a box's height in y is its
+        # height on the screen.
         fig.update_layout(margin={"t": TOP_MARGIN, "b": BOTTOM_MARGIN},
                           title={"text": title, "font": {"size": TITLE_SIZE, "color": INK}},
-                          meta={"min_width": DESIGN_WIDTH + 40})  # narrower, the labels would leave their boxes
+                          # narrower, the labels would leave their boxes
+                          meta={"min_width": DESIGN_WIDTH + 40})
         return fig
 
 
 def stack(diagram: Diagram, x0: float, x1: float, y: float, items: list[tuple[str, list[str], str]],
           gap: float) -> list[Box]:
-    """Boxes one above the other from ``y`` up, each (fill, lines, hover), a flow arrow between neighbours."""
+    """Boxes one above the other from ``y`` up, each (fill, lines, hover), a flow arrow between
+    neighbours."""
     boxes = []
     for fill, lines, hover in items:
         box = diagram.box(x0, y, x1, box_height(len(lines)), fill, lines, hover)
@@ -169,7 +184,7 @@ def stack(diagram: Diagram, x0: float, x1: float, y: float, items: list[tuple[st
     return boxes
 
 
-# --- colour contrast (WCAG 2) ------------------------------------------------------------------------------
+# --- colour contrast (WCAG 2) ---------------------------------------------------------------------
 
 def relative_luminance(colour: str) -> float:
     """The WCAG relative luminance of a colour "#rgb" or "#rrggbb"."""

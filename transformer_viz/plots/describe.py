@@ -35,8 +35,8 @@ def _heatmap(trace) -> str:
 def _bars(trace) -> str:
     horizontal = trace.orientation == "h"
     values = np.asarray(trace.x if horizontal else trace.y, dtype=np.float64)
-    labels = list(trace.y if horizontal else trace.x) if (trace.y if horizontal else trace.x) is not None \
-        else list(range(len(values)))
+    labels = list(trace.y if horizontal else trace.x) \
+        if (trace.y if horizontal else trace.x) is not None else list(range(len(values)))
     if not len(values) or not np.isfinite(values).any():
         return "a bar chart"
     i = int(np.nanargmax(values))

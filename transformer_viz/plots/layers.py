@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from transformer_viz.plots.common import (BLUE, DIVERGING, GUIDE, LIGHT_BLUE, LIGHT_ORANGE, MASKED_WEIGHT, ORANGE,
-                                          PURPLE, SEQUENTIAL, heatmap_traces, make_figure)
+from transformer_viz.plots.common import (BLUE, DIVERGING, GUIDE, LIGHT_BLUE, LIGHT_ORANGE,
+                                          MASKED_WEIGHT, ORANGE, PURPLE, SEQUENTIAL, heatmap_traces,
+                                          make_figure)
 
 PANEL_GAP_X = 0.03
 PANEL_GAP_Y = 0.09
@@ -29,7 +30,8 @@ def _axis_id(index: int) -> str:
 
 
 def grid_axes(n: int, cols: int, widths: list[float] | None = None, gap_x: float = PANEL_GAP_X,
-              gap_y: float = PANEL_GAP_Y, titles: list[str] | None = None) -> tuple[dict, list[tuple[str, str]]]:
+              gap_y: float = PANEL_GAP_Y,
+              titles: list[str] | None = None) -> tuple[dict, list[tuple[str, str]]]:
     """Layout entries for ``n`` panels in ``cols`` columns (rows fill top to bottom).
 
     Returns the layout dict (axes with their domains, panel titles as annotations) and, per panel,
@@ -53,15 +55,17 @@ def grid_axes(n: int, cols: int, widths: list[float] | None = None, gap_x: float
         x1 = x0 + usable_x * widths[c] / total
         y1 = 1.0 - r * (panel_h + gap_y)
         y0 = y1 - panel_h
-        layout[f"xaxis{ax}"] = {"domain": [max(0.0, x0), min(1.0, x1)], "anchor": f"y{ax}", "type": "category"}
-        layout[f"yaxis{ax}"] = {"domain": [max(0.0, y0), min(1.0, y1)], "anchor": f"x{ax}", "type": "category",
-                                "autorange": "reversed"}
+        layout[f"xaxis{ax}"] = {"domain": [max(0.0, x0), min(1.0, x1)], "anchor": f"y{ax}",
+                                "type": "category"}
+        layout[f"yaxis{ax}"] = {"domain": [max(0.0, y0), min(1.0, y1)], "anchor": f"x{ax}",
+                                "type": "category", "autorange": "reversed"}
         if titles:
-            # xanchor "center": plotly's "auto" anchors a title left of x < 1/3 and right of x > 2/3,
-            # so two columns' titles leaned towards each other and, large, ran into each other
-            layout["annotations"].append({"text": titles[i], "x": (x0 + x1) / 2, "y": min(1.0, y1), "xref": "paper",
-                                          "yref": "paper", "showarrow": False, "xanchor": "center",
-                                          "yanchor": "bottom", "font": {"size": 12}})
+            # xanchor "center": plotly's "auto" anchors a title left of x < 1/3 and right of x >
+            # 2/3, so two columns' titles leaned towards each other and, large, ran into each other
+            layout["annotations"].append({"text": titles[i], "x": (x0 + x1) / 2, "y": min(1.0, y1),
+                                          "xref": "paper", "yref": "paper", "showarrow": False,
+                                          "xanchor": "center", "yanchor": "bottom",
+                                          "font": {"size": 12}})
         refs.append((f"x{ax}", f"y{ax}"))
     return layout, refs
 
@@ -73,27 +77,29 @@ def head_grid(values, x_labels: list[str], y_labels: list[str], title: str | Non
               panel_width: int | None = None) -> go.Figure:
     """One small heatmap per head. values (h, L_q, L_k); the heads share one colour scale.
 
-    Each head's colour trace is named "head j" (masked cells, if any, in a grey trace "head j masked");
-    ``panel_name`` names the panels another way when they are not heads ("layer": one head in each layer);
-    ``panel_width``, when given, is the px a panel needs (the figure's min_width), instead of the default.
+    Each head's colour trace is named "head j" (masked cells, if any, in a grey trace "head j
+    masked"); ``panel_name`` names the panels another way when they are not heads ("layer": one head
+    in each layer); ``panel_width``, when given, is the px a panel needs (the figure's min_width),
+    instead of the default.
     """
     values = np.asarray(values, dtype=np.float64)
     if values.ndim != 3:
         raise ValueError(f"head_grid needs (h, L_q, L_k), got shape {values.shape}")
     h = values.shape[0]
     cols = cols or min(h, 4)
-    titles = [f"<b>{panel_name} {j} ◀</b>" if j == selected else f"{panel_name} {j}" for j in range(h)]
+    titles = [f"<b>{panel_name} {j} ◀</b>" if j == selected else f"{panel_name} {j}"
+              for j in range(h)]
     layout, refs = grid_axes(h, cols, titles=titles)
     data: list[dict] = []
     for j in range(h):
-        data += heatmap_traces(values[j], list(x_labels), list(y_labels), value_name, f"{panel_name} {j}", refs[j], ".6g",
-                               coloraxis="coloraxis")
+        data += heatmap_traces(values[j], list(x_labels), list(y_labels), value_name,
+                               f"{panel_name} {j}", refs[j], ".6g", coloraxis="coloraxis")
     rows = -(-h // cols)
     for j in range(h):
         ax = _axis_id(j)
         c = j % cols
-        # Token labels on the outer edges (queries left, keys below), small enough for a panel; and square
-        # cells: one category step is as long on y as on x.
+        # Token labels on the outer edges (queries left, keys below), small enough for a panel; and
+        # square cells: one category step is as long on y as on x.
         layout[f"xaxis{ax}"].update(showticklabels=j + cols >= h, tickangle=-90,  # none below it
                                     tickfont={"size": 10}, automargin=True)
         layout[f"yaxis{ax}"].update(showticklabels=c == 0, tickfont={"size": 10}, automargin=True,
@@ -109,53 +115,61 @@ def head_grid(values, x_labels: list[str], y_labels: list[str], title: str | Non
 
 
 def attention_map(values, x_labels: list[str], y_labels: list[str], title: str | None = None,
-                  value_name: str = "weight", colorscale: str = SEQUENTIAL, zmin: float | None = 0.0,
-                  zmax: float | None = 1.0, x_title: str = "key", y_title: str = "query",
-                  height: int | None = None, masked=None) -> go.Figure:
-    """One large attention map (L_q, L_k) with readable token axes; −∞ cells grey, as in ``heatmap``, and
-    so are the cells ``masked`` names (True = masked: their weight is exactly 0)."""
+                  value_name: str = "weight", colorscale: str = SEQUENTIAL,
+                  zmin: float | None = 0.0, zmax: float | None = 1.0, x_title: str = "key",
+                  y_title: str = "query", height: int | None = None, masked=None) -> go.Figure:
+    """One large attention map (L_q, L_k) with readable token axes; −∞ cells grey, as in
+    ``heatmap``, and so are the cells ``masked`` names (True = masked: their
+    weight is exactly 0)."""
     values = np.asarray(values, dtype=np.float64)
     layout, refs = grid_axes(1, 1)
-    data = heatmap_traces(values, list(x_labels), list(y_labels), value_name, axes=refs[0], value_format=".6g",
-                          masked=masked, masked_hover=MASKED_WEIGHT if masked is not None else "masked (−∞)",
+    data = heatmap_traces(values, list(x_labels), list(y_labels), value_name, axes=refs[0],
+                          value_format=".6g", masked=masked,
+                          masked_hover=MASKED_WEIGHT if masked is not None else "masked (−∞)",
                           coloraxis="coloraxis")
     layout["xaxis"].update({"title": {"text": x_title}})
-    layout["yaxis"].update(title={"text": y_title}, scaleanchor="x", scaleratio=1, constrain="domain")  # square cells
+    # square cells
+    layout["yaxis"].update(title={"text": y_title}, scaleanchor="x", scaleratio=1,
+                           constrain="domain")
     layout["coloraxis"] = {"colorscale": colorscale, "cmin": zmin, "cmax": zmax,
                            "colorbar": {"title": {"text": value_name}}}
     return make_figure(data, layout, title, height or max(320, 140 + 24 * values.shape[0]))
 
 
-def masked_attention_figure(scores, masked_scores, weights, x_labels: list[str], y_labels: list[str],
-                            title: str | None = None) -> go.Figure:
+def masked_attention_figure(scores, masked_scores, weights, x_labels: list[str],
+                            y_labels: list[str], title: str | None = None) -> go.Figure:
     """Three panels of one head: QKᵀ/√d_k, the same with masked cells at −∞ (grey), and the softmax.
 
-    The two score panels share a diverging colour scale centred on 0; the weights use [0, 1]. A masked cell
-    is grey in the second and the third panel alike: its weight is exactly 0, not the colour scale's 0.
+    The two score panels share a diverging colour scale centred on 0; the weights use [0, 1]. A
+    masked cell is grey in the second and the third panel alike: its weight is exactly 0, not the
+    colour scale's 0.
     """
     scores = np.asarray(scores, dtype=np.float64)
     masked_scores = np.asarray(masked_scores, dtype=np.float64)
-    # Two short lines each: at 1280 px a panel is about 190 px wide, and one-line titles ran into each
-    # other; so did "after the mask" and "weights = softmax" at a projector's 18 px.
+    # Two short lines each: at 1280 px a panel is about 190 px wide, and one-line titles ran into
+    # each other; so did "after the mask" and "weights = softmax" at a projector's 18 px.
     layout, refs = grid_axes(3, 3, gap_x=0.06, titles=["scores<br>QKᵀ/√d_k", "masked<br>(−∞: grey)",
                                                        "weights<br>= softmax"])
     x, y = list(x_labels), list(y_labels)
     data = (heatmap_traces(scores, x, y, "score", "scores", refs[0], ".6g", coloraxis="coloraxis")
-            + heatmap_traces(masked_scores, x, y, "score", "masked scores", refs[1], ".6g", coloraxis="coloraxis")
-            + heatmap_traces(weights, x, y, "weight", "weights", refs[2], ".6g", masked=np.isneginf(masked_scores),
-                             masked_hover=MASKED_WEIGHT, coloraxis="coloraxis2"))
+            + heatmap_traces(masked_scores, x, y, "score", "masked scores", refs[1], ".6g",
+                             coloraxis="coloraxis")
+            + heatmap_traces(weights, x, y, "weight", "weights", refs[2], ".6g",
+                             masked=np.isneginf(masked_scores), masked_hover=MASKED_WEIGHT,
+                             coloraxis="coloraxis2"))
     finite = scores[np.isfinite(scores)]
     bound = float(np.abs(finite).max()) if finite.size else 1.0
-    # One colour bar per scale, both outside the panels, on the right, one above the other: none sits
-    # between two panels, and their titles do not meet (side by side, "score" ran into "weight" at
-    # 1280 px). Each title is turned beside its bar, which keeps its whole length for three ticks.
+    # One colour bar per scale, both outside the panels, on the right, one above the other: none
+    # sits between two panels, and their titles do not meet (side by side, "score" ran into "weight"
+    # at 1280 px). Each title is turned beside its bar, which keeps its whole
+    # length for three ticks.
     bar = {"x": 1.02, "xanchor": "left", "len": 0.45, "thickness": 12, "nticks": 3}
     layout["coloraxis"] = {"colorscale": DIVERGING, "cmin": -bound, "cmax": bound,
-                           "colorbar": {**bar, "title": {"text": "score", "side": "right"}, "y": 1.0,
-                                        "yanchor": "top"}}
+                           "colorbar": {**bar, "title": {"text": "score", "side": "right"},
+                                        "y": 1.0, "yanchor": "top"}}
     layout["coloraxis2"] = {"colorscale": SEQUENTIAL, "cmin": 0.0, "cmax": 1.0,
-                            "colorbar": {**bar, "title": {"text": "weight", "side": "right"}, "y": 0.0,
-                                         "yanchor": "bottom"}}
+                            "colorbar": {**bar, "title": {"text": "weight", "side": "right"},
+                                         "y": 0.0, "yanchor": "bottom"}}
 
     for i in (1, 2):
         layout[f"yaxis{_axis_id(i)}"]["showticklabels"] = False
@@ -168,23 +182,27 @@ def masked_attention_figure(scores, masked_scores, weights, x_labels: list[str],
 
 
 def position_stats(x) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and (biased, as LayerNorm uses) variance over the last axis. x (L, d_model) -> (L,), (L,)."""
+    """Mean and (biased, as LayerNorm uses) variance over the last axis. x (L, d_model) -> (L,),
+    (L,)."""
     x = np.asarray(x, dtype=np.float64)
     return x.mean(-1), x.var(-1)
 
 
 def layernorm_stats_figure(mean_before, var_before, mean_after, var_after, labels: list[str],
                            title: str | None = None) -> go.Figure:
-    """Per position: mean (left) and variance (right) of the residual before LayerNorm and of its output."""
-    layout, refs = grid_axes(2, 2, gap_x=0.08, titles=["mean over d_model", "variance over d_model"])
+    """Per position: mean (left) and variance (right) of the residual before LayerNorm and of its
+    output."""
+    layout, refs = grid_axes(2, 2, gap_x=0.08,
+                             titles=["mean over d_model", "variance over d_model"])
     data = []
     series = [(0, mean_before, "mean before LayerNorm", LIGHT_BLUE),
               (0, mean_after, "mean after LayerNorm", BLUE),
               (1, var_before, "variance before LayerNorm", LIGHT_ORANGE),
               (1, var_after, "variance after LayerNorm", ORANGE)]
     for panel, values, name, colour in series:
-        data.append({"type": "bar", "x": list(labels), "y": np.asarray(values, dtype=np.float64), "name": name,
-                     "marker": {"color": colour}, "xaxis": refs[panel][0], "yaxis": refs[panel][1],
+        data.append({"type": "bar", "x": list(labels), "y": np.asarray(values, dtype=np.float64),
+                     "name": name, "marker": {"color": colour}, "xaxis": refs[panel][0],
+                     "yaxis": refs[panel][1],
                      "hovertemplate": f"%{{x}}<br>{name} %{{y:.6g}}<extra></extra>"})
     for i in range(2):
         ax = _axis_id(i)
@@ -192,7 +210,8 @@ def layernorm_stats_figure(mean_before, var_before, mean_after, var_after, label
         layout[f"xaxis{ax}"]["tickangle"] = -45
     layout["barmode"] = "group"
     layout["legend"] = {"orientation": "h", "y": -0.35}
-    layout["meta"] = {"min_width": 600}  # two panels, each with its own value axis, and a legend of four
+    # two panels, each with its own value axis, and a legend of four
+    layout["meta"] = {"min_width": 600}
     return make_figure(data, layout, title, 400, panel_titles=True)
 
 
@@ -204,19 +223,22 @@ def gamma_beta_figure(gamma, beta, title: str | None = None) -> go.Figure:
              "marker": {"size": 3}, "hovertemplate": "dimension %{x}<br>γ %{y:.6g}<extra></extra>"},
             {"type": "scatter", "x": dims, "y": beta, "mode": "lines+markers", "name": "β (shift)",
              "marker": {"size": 3}, "hovertemplate": "dimension %{x}<br>β %{y:.6g}<extra></extra>"}]
-    layout = {"xaxis": {"title": {"text": "dimension of d_model"}}, "shapes": [hline(1.0), hline(0.0)]}
+    layout = {"xaxis": {"title": {"text": "dimension of d_model"}},
+              "shapes": [hline(1.0), hline(0.0)]}
     return make_figure(data, layout, title, 300)
 
 
 def relu_zero_fraction(hidden) -> tuple[np.ndarray, float]:
-    """How many ReLU units are exactly zero: per position (L,) and over the whole (L, d_ff) array."""
+    """How many ReLU units are exactly zero: per position (L,) and over the whole (L, d_ff)
+    array."""
     hidden = np.asarray(hidden)
     zero = hidden == 0
     return zero.mean(axis=-1), float(zero.mean())
 
 
 def ffn_hidden_figure(hidden, labels: list[str], title: str | None = None) -> go.Figure:
-    """The feed-forward's hidden activations max(0, xW₁ + b₁), (L, d_ff); zeros show as the darkest colour."""
+    """The feed-forward's hidden activations max(0, xW₁ + b₁), (L, d_ff); zeros show as the darkest
+    colour."""
     hidden = np.asarray(hidden, dtype=np.float64)
     data = [{"type": "heatmap", "z": hidden, "x": np.arange(hidden.shape[1]), "y": list(labels),
              "colorscale": SEQUENTIAL, "zmin": 0.0, "colorbar": {"title": {"text": "max(0, ·)"}},
@@ -228,16 +250,20 @@ def ffn_hidden_figure(hidden, labels: list[str], title: str | None = None) -> go
 
 def zero_fraction_figure(fraction, labels: list[str], overall: float, d_ff: int,
                          title: str | None = None) -> go.Figure:
-    """Per position, the share of the d_ff ReLU units that output exactly 0, with the overall share as a line."""
+    """Per position, the share of the d_ff ReLU units that output exactly 0, with the overall share
+    as a line."""
     fraction = np.asarray(fraction, dtype=np.float64)
     counts = np.rint(fraction * d_ff).astype(int)
-    data = [{"type": "bar", "x": list(labels), "y": fraction, "customdata": counts, "name": "zero units",
-             "text": [f"{f:.0%}" for f in fraction], "textposition": "outside", "marker": {"color": PURPLE},
-             "hovertemplate": f"%{{x}}<br>%{{customdata}} of {d_ff} units are 0 (%{{y:.2%}})<extra></extra>"}]
-    layout = {"yaxis": {"range": [0, 1.15], "tickformat": ".0%", "title": {"text": "units at exactly 0"}},
+    data = [{"type": "bar", "x": list(labels), "y": fraction, "customdata": counts,
+             "name": "zero units", "text": [f"{f:.0%}" for f in fraction],
+             "textposition": "outside", "marker": {"color": PURPLE},
+             "hovertemplate": f"%{{x}}<br>%{{customdata}} of {d_ff} units are 0 "
+                              "(%{y:.2%})<extra></extra>"}]
+    layout = {"yaxis": {"range": [0, 1.15], "tickformat": ".0%",
+                        "title": {"text": "units at exactly 0"}},
               "xaxis": {"type": "category"},
               "shapes": [hline(overall, ORANGE, "dash")],
-              "annotations": [{"text": f"overall {overall:.1%}", "xref": "paper", "x": 0, "xanchor": "left",
-                               "yref": "y", "y": overall, "yanchor": "bottom", "showarrow": False,
-                               "font": {"color": ORANGE}}]}
+              "annotations": [{"text": f"overall {overall:.1%}", "xref": "paper", "x": 0,
+                               "xanchor": "left", "yref": "y", "y": overall, "yanchor": "bottom",
+                               "showarrow": False, "font": {"color": ORANGE}}]}
     return make_figure(data, layout, title, 320)

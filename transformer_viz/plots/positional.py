@@ -1,11 +1,13 @@
-"""Sinusoidal positional encoding: the matrix, its curves, how positions resemble each other, and order."""
+"""Sinusoidal positional encoding: the matrix, its curves, how positions resemble each other, and
+order."""
 
 from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
 
-from transformer_viz.plots.common import DIVERGING, base_layout, heatmap, heatmap_traces, make_figure, token_labels
+from transformer_viz.plots.common import (
+    DIVERGING, base_layout, heatmap, heatmap_traces, make_figure, token_labels)
 from transformer_viz.plots.embeddings import cosine_similarity_matrix, thin_dimension_ticks
 
 
@@ -25,35 +27,43 @@ def wavelengths(d_model: int, base: float = 10000.0) -> np.ndarray:
 
 def pe_heatmap(pe, title: str | None = None, position_labels: list[str] | None = None) -> go.Figure:
     z = np.asarray(pe, dtype=np.float64)
-    fig = heatmap(z, x_labels=list(range(z.shape[1])), y_labels=position_labels or list(range(z.shape[0])),
-                  title=title, zmin=-1, zmax=1, x_title="dimension (d_model)", y_title="position",
-                  hover_value="PE", height=max(280, min(700, 14 * z.shape[0] + 140)))
+    fig = heatmap(z, x_labels=list(range(z.shape[1])),
+                  y_labels=position_labels or list(range(z.shape[0])), title=title, zmin=-1, zmax=1,
+                  x_title="dimension (d_model)", y_title="position", hover_value="PE",
+                  height=max(280, min(700, 14 * z.shape[0] + 140)))
     return thin_dimension_ticks(fig, z.shape[1])
 
 
 def pe_halves_heatmap(pe, title: str | None = None) -> go.Figure:
-    """The same PE matrix with its columns regrouped: the sin dimensions 2i on the left, the cos dimensions
-    2i+1 on the right, each panel ordered by i. Interleaved, neighbouring columns alternate sin and cos and
-    draw a moiré over hundreds of columns; grouped, each panel is one smooth family of waves."""
+    """The same PE matrix with its columns regrouped: the sin dimensions 2i on the left, the cos
+    dimensions 2i+1 on the right, each panel ordered by i. Interleaved, neighbouring columns
+    alternate sin and cos and draw a moiré over hundreds of columns; grouped, each panel is one
+    smooth family of waves."""
     z = np.asarray(pe, dtype=np.float64)
     positions = list(range(z.shape[0]))
     i = list(range(z.shape[1] // 2))
     colour = {"colorscale": DIVERGING, "zmin": -1, "zmax": 1, "zmid": 0}
-    data = (heatmap_traces(z[:, 0::2], i, positions, "PE", "sin (dimension 2i)", ("x", "y"), **colour)
-            + heatmap_traces(z[:, 1::2], i, positions, "PE", "cos (dimension 2i+1)", ("x2", "y2"), showscale=False,
-                             **colour))
-    # Short axis titles: "i (dimension 2i: sin)" and its twin ran into each other at a projector's 18 px.
+    data = (heatmap_traces(z[:, 0::2], i, positions, "PE", "sin (dimension 2i)", ("x", "y"),
+                           **colour)
+            + heatmap_traces(z[:, 1::2], i, positions, "PE", "cos (dimension 2i+1)", ("x2", "y2"),
+                             showscale=False, **colour))
+    # Short axis titles: "i (dimension 2i: sin)" and its twin ran into each other at a
+    # projector's 18 px.
     layout = {"xaxis": {"domain": [0, 0.48], "title": {"text": "i (sin: 2i)"}},
               "yaxis": {"autorange": "reversed", "title": {"text": "position"}},
               "xaxis2": {"domain": [0.52, 1.0], "title": {"text": "i (cos: 2i+1)"}, "anchor": "y2"},
-              "yaxis2": {"autorange": "reversed", "anchor": "x2", "matches": "y", "showticklabels": False}}
+              "yaxis2": {"autorange": "reversed", "anchor": "x2", "matches": "y",
+                         "showticklabels": False}}
     return make_figure(data, layout, title, max(280, min(700, 14 * z.shape[0] + 140)))
 
 
-def pe_curves_figure(pe, dims: list[int], d_model: int, base: float = 10000.0, fine: int = 20) -> go.Figure:
-    """For each chosen dimension: the continuous formula as a line, the rows of the PE matrix as markers.
+def pe_curves_figure(pe, dims: list[int], d_model: int, base: float = 10000.0,
+                     fine: int = 20) -> go.Figure:
+    """For each chosen dimension: the continuous formula as a line, the rows of the PE matrix as
+    markers.
 
-    The markers come from the matrix the model adds; that they sit on the line is the formula at work.
+    The markers come from the matrix the model adds; that they sit on the line is the formula at
+    work.
     """
     pe = np.asarray(pe, dtype=np.float64)
     L = pe.shape[0]
@@ -64,11 +74,14 @@ def pe_curves_figure(pe, dims: list[int], d_model: int, base: float = 10000.0, f
         kind = "sin" if dim % 2 == 0 else "cos"
         colour = f"hsl({(n * 67) % 360}, 65%, 45%)"
         fig.add_trace(go.Scatter(x=grid, y=pe_formula(grid, dim, d_model, base), mode="lines",
-                                 line=dict(color=colour, width=1.5), name=f"dim {dim} ({kind}) formula",
-                                 legendgroup=str(dim), hoverinfo="skip"))
-        fig.add_trace(go.Scatter(x=positions, y=pe[:, dim], mode="markers", marker=dict(color=colour, size=7),
+                                 line=dict(color=colour, width=1.5),
+                                 name=f"dim {dim} ({kind}) formula", legendgroup=str(dim),
+                                 hoverinfo="skip"))
+        fig.add_trace(go.Scatter(x=positions, y=pe[:, dim], mode="markers",
+                                 marker=dict(color=colour, size=7),
                                  name=f"dim {dim}: PE[pos, {dim}]", legendgroup=str(dim),
-                                 hovertemplate=f"dimension {dim}<br>position %{{x}}<br>PE %{{y:.4f}}<extra></extra>"))
+                                 hovertemplate=f"dimension {dim}<br>position %{{x}}<br>PE "
+                                               "%{y:.4f}<extra></extra>"))
     fig.update_xaxes(title="position")
     fig.update_yaxes(title="PE(pos, dim)", range=[-1.1, 1.1])
     return base_layout(fig, f"sin/cos curves (base {base:g}, d_model {d_model})", height=380)
@@ -93,11 +106,13 @@ def position_similarity_heatmap(sim, kind: str, title: str | None = None) -> go.
 
 
 def wavelength_figure(d_model: int, bases: list[float], chosen: float) -> go.Figure:
-    """Wavelength per sin/cos pair for several bases (log scale): the base sets the slowest wave, 2π·base."""
+    """Wavelength per sin/cos pair for several bases (log scale): the base sets the slowest wave,
+    2π·base."""
     fig = go.Figure()
     pairs = np.arange(d_model // 2)
     for base in bases:
-        fig.add_trace(go.Scatter(x=pairs, y=wavelengths(d_model, base), mode="lines", name=f"base {base:g}",
+        fig.add_trace(go.Scatter(x=pairs, y=wavelengths(d_model, base), mode="lines",
+                                 name=f"base {base:g}",
                                  line=dict(width=3 if base == chosen else 1.2),
                                  hovertemplate=f"base {base:g}<br>pair i %{{x}}<br>"
                                                "wavelength %{y:.4g}<extra></extra>"))
@@ -115,26 +130,30 @@ def embedding_plus_pe_figure(embedding, positional, total, tokens: list[str]) ->
     fig = go.Figure()
     # Three x axes on one shared y axis, laid out by hand (make_subplots is slow for a page rerun).
     layout = {}
-    for n, (part, name, title) in enumerate(zip(parts, ("embedding", "positional", "input"), titles)):
+    names = ("embedding", "positional", "input")
+    for n, (part, name, title) in enumerate(zip(parts, names, titles)):
         axis = "x" if n == 0 else f"x{n + 1}"
-        fig.add_trace(go.Heatmap(z=part, x=list(range(part.shape[1])), y=labels, xaxis=axis, yaxis="y",
-                                 coloraxis="coloraxis", name=name,
+        fig.add_trace(go.Heatmap(z=part, x=list(range(part.shape[1])), y=labels, xaxis=axis,
+                                 yaxis="y", coloraxis="coloraxis", name=name,
                                  hovertemplate=f"{name}<br>token %{{y}}<br>dimension %{{x}}<br>"
                                                "value %{z:.4g}<extra></extra>"))
-        layout["xaxis" if n == 0 else f"xaxis{n + 1}"] = dict(domain=[n * 0.34, n * 0.34 + 0.32],
-                                                              title=dict(text=f"{title} · dimension"),
-                                                              anchor="y")
+        layout["xaxis" if n == 0 else f"xaxis{n + 1}"] = dict(
+            domain=[n * 0.34, n * 0.34 + 0.32], title=dict(text=f"{title} · dimension"), anchor="y")
     fig.update_layout(**layout, yaxis=dict(type="category", autorange="reversed"),
                       coloraxis=dict(colorscale=DIVERGING, cmin=-bound, cmax=bound, cmid=0))
-    return base_layout(fig, "embedding + positional encoding = input", height=max(300, 22 * len(labels) + 160))
+    return base_layout(fig, "embedding + positional encoding = input",
+                       height=max(300, 22 * len(labels) + 160))
 
 
 def norms_figure(embedding, positional, total, tokens: list[str]) -> go.Figure:
-    """‖embedding‖, ‖PE‖ and ‖input‖ per token: how large the word part and the position part are."""
+    """‖embedding‖, ‖PE‖ and ‖input‖ per token: how large the word part and the position part
+    are."""
     labels = token_labels(tokens)
     fig = go.Figure()
     for name, part in (("‖embedding‖", embedding), ("‖PE‖", positional), ("‖input‖", total)):
-        fig.add_trace(go.Bar(x=labels, y=np.linalg.norm(np.asarray(part, dtype=np.float64), axis=-1), name=name,
+        fig.add_trace(go.Bar(x=labels,
+                             y=np.linalg.norm(np.asarray(part, dtype=np.float64), axis=-1),
+                             name=name,
                              hovertemplate=f"token %{{x}}<br>{name} %{{y:.4g}}<extra></extra>"))
     fig.update_xaxes(type="category", title="token")
     fig.update_yaxes(title="L2 norm")
@@ -147,7 +166,8 @@ def reversed_words(text: str) -> str:
 
 
 def match_positions(tokens_a: list[str], tokens_b: list[str]) -> list[int | None]:
-    """For each token of a, the position of the same token in b (repeats matched in order), or None."""
+    """For each token of a, the position of the same token in b (repeats matched in order), or
+    None."""
     free: dict[str, list[int]] = {}
     for j, tok in enumerate(tokens_b):
         free.setdefault(tok, []).append(j)
@@ -155,7 +175,8 @@ def match_positions(tokens_a: list[str], tokens_b: list[str]) -> list[int | None
 
 
 def order_difference(input_a, input_b, matches: list[int | None]) -> np.ndarray:
-    """input_a[i] − input_b[match(i)] for each token of a (NaN row where there is no match) -> (L_a, d_model)."""
+    """input_a[i] − input_b[match(i)] for each token of a (NaN row where there is no match) -> (L_a,
+    d_model)."""
     a = np.asarray(input_a, dtype=np.float64)
     b = np.asarray(input_b, dtype=np.float64)
     out = np.full_like(a, np.nan)
@@ -165,27 +186,30 @@ def order_difference(input_a, input_b, matches: list[int | None]) -> np.ndarray:
     return out
 
 
-def order_table(tokens: list[str], matches: list[int | None], emb_difference, difference) -> dict[str, list]:
-    """The word-order comparison, per token of the original order: its position there and in the reversed
-    sentence (None: no partner), and the norms of the two differences, ‖Δ embedding‖ (0 for a partnered
-    token: the same row of E) and ‖Δ input‖ (NaN without a partner)."""
+def order_table(tokens: list[str], matches: list[int | None], emb_difference,
+                difference) -> dict[str, list]:
+    """The word-order comparison, per token of the original order: its position there and in the
+    reversed sentence (None: no partner), and the norms of the two differences, ‖Δ embedding‖ (0 for
+    a partnered token: the same row of E) and ‖Δ input‖ (NaN without a partner)."""
     return {"token": list(tokens), "position (original)": list(range(len(tokens))),
             "position (reversed)": list(matches),
-            "‖Δ embedding‖": np.linalg.norm(np.asarray(emb_difference, dtype=np.float64), axis=-1).tolist(),
+            "‖Δ embedding‖": np.linalg.norm(np.asarray(emb_difference, dtype=np.float64),
+                                            axis=-1).tolist(),
             "‖Δ input‖": np.linalg.norm(np.asarray(difference, dtype=np.float64), axis=-1).tolist()}
 
 
 def largest_move_latex(table: dict[str, list]) -> str | None:
-    """Of the tokens that moved (from :func:`order_table`), the one whose input changed most, as LaTeX: its
-    two positions, ‖ΔE‖ and ‖Δ input‖ = ‖PE_i − PE_j‖. None when no token changed position."""
+    """Of the tokens that moved (from :func:`order_table`), the one whose input changed most, as
+    LaTeX: its two positions, ‖ΔE‖ and ‖Δ input‖ = ‖PE_i − PE_j‖. None when no
+    token changed position."""
     matches, delta = table["position (reversed)"], table["‖Δ input‖"]
     moved = [i for i, j in enumerate(matches) if j is not None and j != i]
     if not moved:
         return None
     i = max(moved, key=lambda n: delta[n])
     j = matches[i]
-    return (r"\text{same token, moved from position } %d \text{ to } %d:\ \lVert \Delta E \rVert = %.3g,"
-            r"\ \lVert \Delta\,\text{input} \rVert = \lVert PE_{%d} - PE_{%d} \rVert = %.3f"
+    return (r"\text{same token, moved from position } %d \text{ to } %d:\ \lVert \Delta E \rVert = "
+            r"%.3g,\ \lVert \Delta\,\text{input} \rVert = \lVert PE_{%d} - PE_{%d} \rVert = %.3f"
             % (i, j, table["‖Δ embedding‖"][i], i, j, delta[i]))
 
 

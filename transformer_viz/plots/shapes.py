@@ -1,4 +1,5 @@
-"""Tensor shapes through the model: a table of every traced name and a flow figure of the main steps."""
+"""Tensor shapes through the model: a table of every traced name and a flow figure of the main
+steps."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ import re
 import plotly.graph_objects as go
 
 from transformer_viz.plots.blocks import GAP, Diagram, stack
-from transformer_viz.plots.common import (ADD_NORM_FILL, DECODER_FILL, EMBEDDING_FILL, ENCODER_FILL, OUTPUT_FILL,
-                                          safe_label)
+from transformer_viz.plots.common import (ADD_NORM_FILL, DECODER_FILL, EMBEDDING_FILL, ENCODER_FILL,
+                                          OUTPUT_FILL, safe_label)
 
-# The path a sentence takes, one representative tensor per step (layer 0: every layer has the same shapes),
-# bottom to top as the architecture is drawn: the encoder's steps, then the decoder's ("\n" breaks a label).
+# The path a sentence takes, one representative tensor per step (layer 0: every layer has the same
+# shapes), bottom to top as the architecture is drawn: the encoder's steps, then the decoder's
+# ("\n" breaks a label).
 FLOW_STEPS: list[tuple[str, str]] = [
     ("source IDs", "src.token_ids"),
     ("embedding\n×√d_model + PE", "src.input"),
@@ -34,8 +36,10 @@ FLOW_STEPS: list[tuple[str, str]] = [
     ("decoder output", "decoder.out"),
     ("logits", "logits"),
 ]
-ENCODER_STEPS = [name for _, name in FLOW_STEPS].index("tgt.token_ids")  # the encoder's steps come first
-# x from 0 to 100: each column's boxes and its residual paths, on the outer side (clear of the memory's path).
+# the encoder's steps come first
+ENCODER_STEPS = [name for _, name in FLOW_STEPS].index("tgt.token_ids")
+# x from 0 to 100: each column's boxes and its residual paths, on the outer side (clear of
+# the memory's path).
 ENCODER = {"boxes": (6, 46), "residual": 3}
 DECODER = {"boxes": (54, 94), "residual": 97}
 MEMORY_X = 50
@@ -50,7 +54,8 @@ def shape_table(names: list[tuple[str, str, str]],
     """One row per traced name (from ``trace_names``): symbolic shape and each model's actual shape.
 
     A model with fewer layers has no entry for the deeper names: shown as "—". The formulas are in
-    :func:`formula_table`, once per kind of tensor: beside the shapes they made the table wider than the page.
+    :func:`formula_table`, once per kind of tensor: beside the shapes they made the table wider than
+    the page.
     """
     rows = []
     for name, symbolic, _ in names:
@@ -63,7 +68,8 @@ def shape_table(names: list[tuple[str, str, str]],
 
 def formula_table(names: list[tuple[str, str, str]]) -> list[dict]:
     """What each kind of traced tensor is: one row per name with its layer number written i
-    ("encoder.i.self_attn.q"), in trace order, with its formula. Every layer computes the same formulas."""
+    ("encoder.i.self_attn.q"), in trace order, with its formula. Every layer computes
+    the same formulas."""
     rows: dict[str, str] = {}
     for name, _, formula in names:
         rows.setdefault(re.sub(r"\.\d+\.", ".i.", name), formula)
@@ -73,7 +79,8 @@ def formula_table(names: list[tuple[str, str, str]]) -> list[dict]:
 def flow_steps(shapes: dict[str, tuple[int, ...]], names: list[tuple[str, str, str]]) -> list[dict]:
     """The FLOW_STEPS with their symbolic shape (from ``trace_names``) and this run's numbers."""
     symbolic = {name: shape for name, shape, _ in names}
-    return [{"step": label, "name": name, "symbols": symbolic[name], "shape": format_shape(shapes[name])}
+    return [{"step": label, "name": name, "symbols": symbolic[name],
+             "shape": format_shape(shapes[name])}
             for label, name in FLOW_STEPS]
 
 
@@ -86,16 +93,19 @@ def _fill(name: str, decoder: bool) -> str:
 
 
 def shape_flow_figure(steps: list[dict], title: str | None = None) -> go.Figure:
-    """The steps bottom to top, the encoder's on the left and the decoder's on the right, each box with its
-    shape in numbers (bold) and in symbols; arrows along the flow, the residual connection around each
-    sublayer into its Add & Norm, and the memory into cross-attention (its keys and values)."""
+    """The steps bottom to top, the encoder's on the left and the decoder's on the right, each box
+    with its shape in numbers (bold) and in symbols; arrows along the flow, the residual connection
+    around each sublayer into its Add & Norm, and the memory into cross-attention
+    (its keys and values)."""
     diagram = Diagram()
     columns = {}
-    for decoder, column, part in ((False, ENCODER, steps[:ENCODER_STEPS]), (True, DECODER, steps[ENCODER_STEPS:])):
+    for decoder, column, part in ((False, ENCODER, steps[:ENCODER_STEPS]),
+                                  (True, DECODER, steps[ENCODER_STEPS:])):
         columns[decoder] = stack(diagram, *column["boxes"], 0, [
             (_fill(s["name"], decoder), [safe_label(s["step"].replace("\n", " ")),
                                          f"<b>{s['shape']}</b>  {safe_label(s['symbols'])}"],
-             f"{safe_label(s['name'])}: {safe_label(s['symbols'])} = {s['shape']}") for s in part], GAP)
+             f"{safe_label(s['name'])}: {safe_label(s['symbols'])} = {s['shape']}")
+            for s in part], GAP)
         # Each sublayer starts after the layer's input (the embedding) or the previous Add & Norm.
         start = next(i for i, s in enumerate(part) if s["name"].endswith(".input")) + 1
         for i, s in enumerate(part):
