@@ -1,12 +1,12 @@
-"""The app's figures in a Jupyter (or VS Code) notebook: load a checkpoint once, run a sentence, and ask for
-any figure by name; every figure is a plotly ``Figure``, which a notebook draws inline.
+"""The app's figures in a Jupyter (or VS Code) notebook: load a checkpoint once, run a sentence, and
+ask for any figure by name; every figure is a plotly ``Figure``, which a notebook draws inline.
 
     >>> from transformer_viz import notebook as tv
-    >>> model = tv.load()                                  # the shipped de-en checkpoint, or a name or a path
+    >>> model = tv.load()         # the shipped de-en checkpoint, or a name or a path
     >>> run = model.run("Ein Hund läuft im Park.")
     >>> run.translation
     >>> run.figure("attention", layer=0, head=2, kind="cross")
-    >>> run.tensor("decoder.0.cross_attn.weights").shape              # (1, h, T, S), a numpy array
+    >>> run.tensor("decoder.0.cross_attn.weights").shape     # (1, h, T, S), a numpy array
 
 Figures (:data:`FIGURES`, the names :meth:`Run.figure` takes), each with the options of its view in
 transformer_viz.views, the one its page draws it with:
@@ -39,7 +39,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from transformer_viz import engine, views
-from transformer_viz.checkpoints import Checkpoint, CheckpointError, checkpoint_arch, load_checkpoint
+from transformer_viz.checkpoints import (
+    Checkpoint, CheckpointError, checkpoint_arch, load_checkpoint)
 from transformer_viz.core.paths import CHECKPOINTS_DIR
 from transformer_viz.models.registry import DEFAULT_ARCH
 # The options' names, for a notebook's user: tv.KINDS, tv.ATTENTION_PARTS.
@@ -49,39 +50,45 @@ DEFAULT_CHECKPOINT = "de-en"
 
 
 def checkpoint_path(checkpoint: str | Path = DEFAULT_CHECKPOINT) -> Path:
-    """A checkpoint directory: a path, or the name of one of the shipped checkpoints (core.paths)."""
+    """A checkpoint directory: a path, or the name of one of the shipped checkpoints
+    (core.paths)."""
     path = Path(checkpoint)
     if path.is_dir():
         return path
     shipped = CHECKPOINTS_DIR / str(checkpoint)
     if shipped.is_dir():
         return shipped
-    names = sorted(p.name for p in CHECKPOINTS_DIR.iterdir() if p.is_dir()) if CHECKPOINTS_DIR.is_dir() else []
-    raise CheckpointError(f"no checkpoint {str(checkpoint)!r}: give a checkpoint directory, or one of the names in "
-                          f"{CHECKPOINTS_DIR}: {', '.join(names) or '(none found)'}")
+    names = (sorted(p.name for p in CHECKPOINTS_DIR.iterdir() if p.is_dir())
+             if CHECKPOINTS_DIR.is_dir() else [])
+    raise CheckpointError(f"no checkpoint {str(checkpoint)!r}: give a checkpoint directory, or one "
+                          f"of the names in {CHECKPOINTS_DIR}: "
+                          f"{', '.join(names) or '(none found)'}")
 
 
 def load(checkpoint: str | Path = DEFAULT_CHECKPOINT, dtype: str = "float32") -> Model:
-    """Load a Transformer checkpoint once (a shipped name such as "de-en" or "en-de", or a directory, ours or a
-    transformers Marian one); run sentences with :meth:`Model.run`. Raises CheckpointError with a one-line
-    reason for a missing or unreadable checkpoint, or one of another model family."""
+    """Load a Transformer checkpoint once (a shipped name such as "de-en" or "en-de", or a
+    directory, ours or a transformers Marian one); run sentences with :meth:`Model.run`. Raises
+    CheckpointError with a one-line reason for a missing or unreadable checkpoint, or one of
+    another model family."""
     path = checkpoint_path(checkpoint)
     if checkpoint_arch(path) not in (DEFAULT_ARCH, ""):
-        raise CheckpointError(f"{path} is not an encoder–decoder Transformer (config.json's \"arch\" is "
-                              f"{checkpoint_arch(path)!r}); the notebook draws the Transformer's figures")
+        raise CheckpointError(f"{path} is not an encoder–decoder Transformer (config.json's "
+                              f"\"arch\" is {checkpoint_arch(path)!r}); the notebook draws the "
+                              "Transformer's figures")
     return Model(load_checkpoint(path, dtype=dtype), path)
 
 
 @dataclass(frozen=True)
 class Model:
-    """A loaded checkpoint (``checkpoint``: model, tokenizer, config, decoding defaults) and its directory."""
+    """A loaded checkpoint (``checkpoint``: model, tokenizer, config, decoding defaults) and its
+    directory."""
     checkpoint: Checkpoint
     path: Path
 
     def run(self, sentence: str, beam: int = 1) -> Run:
-        """Translate ``sentence`` (greedy for beam = 1, else beam search of that width, with the checkpoint's
-        decoding defaults, as the app does) and trace the forward pass over the translation. Raises InputError
-        for text that cannot be run (empty, too long)."""
+        """Translate ``sentence`` (greedy for beam = 1, else beam search of that width, with the
+        checkpoint's decoding defaults, as the app does) and trace the forward pass over the
+        translation. Raises InputError for text that cannot be run (empty, too long)."""
         return Run(self, engine.run_sentence(self.checkpoint, sentence, beam_size=beam), beam)
 
     def tokens(self, ids: list[int]) -> list[str]:
@@ -98,7 +105,7 @@ class Run:
     result: engine.SentenceRun
     beam: int = 1
 
-    # --- what was run ----------------------------------------------------------------------------------
+    # --- what was run -----------------------------------------------------------------------------
 
     @property
     def sentence(self) -> str:
@@ -120,18 +127,20 @@ class Run:
         return list(self.result.tgt_tokens)
 
     def __repr__(self) -> str:
-        return f"Run({self.sentence!r} -> {self.translation!r}, S={len(self.src_tokens)}, T={len(self.tgt_tokens)})"
+        return (f"Run({self.sentence!r} -> {self.translation!r}, S={len(self.src_tokens)}, "
+                f"T={len(self.tgt_tokens)})")
 
-    # --- tensors ---------------------------------------------------------------------------------------
+    # --- tensors ----------------------------------------------------------------------------------
 
     def tensor_names(self) -> list[str]:
         """Every traced name, in the order the forward pass records them (docs/trace_names.md)."""
         return list(self.result.trace.shapes())
 
     def tensor(self, name: str) -> np.ndarray:
-        """The traced tensor ``name`` as a numpy array, with the shape docs/trace_names.md gives (B = 1), e.g.
-        "src.embedding" (1, S, d_model), "encoder.0.self_attn.weights" (1, h, S, S),
-        "decoder.1.cross_attn.weights" (1, h, T, S), "logits" (1, T, V). KeyError names the known ones."""
+        """The traced tensor ``name`` as a numpy array, with the shape docs/trace_names.md gives (B
+        = 1), e.g. "src.embedding" (1, S, d_model), "encoder.0.self_attn.weights" (1, h, S, S),
+        "decoder.1.cross_attn.weights" (1, h, T, S), "logits" (1, T, V). KeyError
+        names the known ones."""
         if name not in self.result.trace.shapes():
             raise KeyError(f"no traced tensor {name!r}; see tensor_names() or docs/trace_names.md")
         return self.result.trace[name].numpy()
@@ -140,7 +149,7 @@ class Run:
         """Traced name -> its shape."""
         return dict(self.result.trace.shapes())
 
-    # --- figures ---------------------------------------------------------------------------------------
+    # --- figures ----------------------------------------------------------------------------------
 
     def figure(self, name: str, **options) -> go.Figure:
         """The figure ``name`` (one of :data:`FIGURES`) with its options, drawn by the view its page

@@ -1,11 +1,11 @@
-"""The lecture as data: an ordered list of steps (steps.py), one per idea, from why translation needs
-more than an RNN encoder–decoder to attention beyond text. Each step names its figure builder
+"""The lecture as data: an ordered list of steps (steps.py), one per idea, from why translation
+needs more than an RNN encoder–decoder to attention beyond text. Each step names its figure builder
 (figures.py) and its text (texts.py, a pure function of the live run that fills in the run's own
-numbers), its formula, the page it links to and its speaker notes; presets.py holds the slides' example
-sentences. The Lecture page (transformer_viz/app/pages/lecture.py) renders any step.
+numbers), its formula, the page it links to and its speaker notes; presets.py holds the slides'
+example sentences. The Lecture page (transformer_viz/app/pages/lecture.py) renders any step.
 
-No Streamlit here: the texts and the figure builders are plain functions of a :class:`Context`, tested
-on a tiny model's run, and every client may import them (tests/unit/test_layers.py).
+No Streamlit here: the texts and the figure builders are plain functions of a :class:`Context`,
+tested on a tiny model's run, and every client may import them (tests/unit/test_layers.py).
 """
 
 from transformer_viz.views.lecture.context import (

@@ -1,5 +1,5 @@
-"""What a lecture step is drawn from (:class:`Context`), and the arrays of the run that a step's text and its
-figure both read, so that the numbers the text quotes are the ones the figure draws."""
+"""What a lecture step is drawn from (:class:`Context`), and the arrays of the run that a step's
+text and its figure both read, so that the numbers the text quotes are the ones the figure draws."""
 
 from __future__ import annotations
 
@@ -18,16 +18,18 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Context:
-    """What a step is drawn from: the sentence's run, the chosen layer and head, the vocabulary (ID -> token)
-    and the model card (for the training step)."""
+    """What a step is drawn from: the sentence's run, the chosen layer and head, the vocabulary (ID
+    -> token) and the model card (for the training step)."""
     run: SentenceRun
     layer: int = 0
     head: int = 0
     id_to_token: Callable[[list[int]], list[str]] = lambda ids: [str(i) for i in ids]
     metadata: dict = field(default_factory=dict)
     position: int = 1  # the decoding step the inference step shows (1-based)
-    model: object = None  # the run's Transformer: the "what does a head do?" step switches its heads off
-    beam_run: SentenceRun | None = None  # the same sentence by beam search: the inference step draws its beams
+    # the run's Transformer: the "what does a head do?" step switches its heads off
+    model: object = None
+    # the same sentence by beam search: the inference step draws its beams
+    beam_run: SentenceRun | None = None
     checkpoint: object = None  # the loaded checkpoint: "Why this word?" translates its preset pair
 
 
@@ -47,8 +49,9 @@ LOOKUP_KEYS = 8  # the soft lookup compares the first token's query with at most
 
 
 def lookup_weights(ctx: Context) -> dict[str, np.ndarray]:
-    """The soft lookup's weights over the keys, one array per similarity (q·k, q·k/√d_k, qᵀGk): the query of
-    the first source token against the keys of the first LOOKUP_KEYS, in the chosen encoder layer and head."""
+    """The soft lookup's weights over the keys, one array per similarity (q·k, q·k/√d_k, qᵀGk): the
+    query of the first source token against the keys of the first LOOKUP_KEYS, in the chosen
+    encoder layer and head."""
     p = f"encoder.{ctx.layer}.self_attn"
     q = attention_plots.head_slice(ctx.run.trace[f"{p}.q"], ctx.head)[0]
     k = attention_plots.head_slice(ctx.run.trace[f"{p}.k"], ctx.head)[:LOOKUP_KEYS]
@@ -57,23 +60,26 @@ def lookup_weights(ctx: Context) -> dict[str, np.ndarray]:
 
 
 def detr_queries() -> int:
-    """The object queries of the app's toy DETR (its configuration's, as shipped): the DETR step draws and
-    names that many, not the paper's 100."""
+    """The object queries of the app's toy DETR (its configuration's, as shipped): the DETR step
+    draws and names that many, not the paper's 100."""
     from transformer_viz.models.detr import DETRConfig
 
     return DETRConfig().n_queries
 
 
 def padded_length(ctx: Context) -> int:
-    """The length the tokens step pads to: the next multiple of 8 above the sentence (at least 2 <pad>)."""
+    """The length the tokens step pads to: the next multiple of 8 above the sentence (at least 2
+    <pad>)."""
     return int(math.ceil((len(ctx.run.src_ids) + 2) / 8) * 8)
 
 
-_HEAD_DROPS: list = []  # [(run, HeadsRun)] of the last few runs: the step's text and figure share one pass
+# [(run, HeadsRun)] of the last few runs: the step's text and figure share one pass
+_HEAD_DROPS: list = []
 
 
 def head_drops(ctx: Context):
-    """The run's per-head drops of log p(translation) (text.explain.heads_run), computed once per run."""
+    """The run's per-head drops of log p(translation) (text.explain.heads_run), computed once per
+    run."""
     from transformer_viz.interpret.explain import heads_run
 
     for run, numbers in _HEAD_DROPS:
