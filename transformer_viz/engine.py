@@ -1,4 +1,5 @@
-"""One call that the CLI and the app share: a sentence in, the translation and every traced tensor out.
+"""One call that the CLI and the app share: a sentence in, the translation and every traced tensor
+out.
 
 Decoding (greedy or beam) produces the translation and its per-step record; one teacher-forced,
 traced forward over (source, <s> + generated target) then gives every decoder tensor at full length.
@@ -58,10 +59,10 @@ def run_sentence(ckpt: Checkpoint, text: str, beam_size: int = 1, trace: bool = 
                  max_loop_repeats: int | None = None, forced_prefix: list[int] | None = None) -> SentenceRun:
     """Clean and tokenize ``text``, translate it, and trace the forward pass over the translation.
 
-    ``alpha`` and ``max_loop_repeats`` (the repetition guard) default to the checkpoint's decoding defaults
-    for beam search; greedy decoding, which the pages show step by step, keeps the model's own choices
-    unless a guard is asked for. ``forced_prefix`` (greedy only): the translation starts with these tokens,
-    whatever the model prefers, and greedy decoding continues from them.
+    ``alpha`` and ``max_loop_repeats`` (the repetition guard) default to the checkpoint's decoding
+    defaults for beam search; greedy decoding, which the pages show step by step, keeps the model's
+    own choices unless a guard is asked for. ``forced_prefix`` (greedy only): the translation starts
+    with these tokens, whatever the model prefers, and greedy decoding continues from them.
 
     Raises :class:`~transformer_viz.text.tokenizer.InputError` for text that cannot be run (empty).
     """
@@ -70,8 +71,9 @@ def run_sentence(ckpt: Checkpoint, text: str, beam_size: int = 1, trace: bool = 
     device = next(model.parameters()).device
     src = torch.tensor([encoded.ids], device=device)  # (1, S)
     max_output = max_output or max_output_length(cfg, len(encoded.ids))
-    # Beam search decodes as the checkpoint's scores were measured, unless told otherwise; greedy decoding,
-    # which the pages show step by step, keeps the model's own choices unless a guard is asked for.
+    # Beam search decodes as the checkpoint's scores were measured, unless told otherwise; greedy
+    # decoding, which the pages show step by step, keeps the model's own choices unless a guard is
+    # asked for.
     repeats = (max_loop_repeats or 0) if beam_size <= 1 else max_loop_repeats
     config = ckpt.generation.override(num_beams=max(beam_size, 1), length_penalty=alpha, max_loop_repeats=repeats)
     result = generate(model, src, config, max_len=max_output, top_k=top_k,
@@ -94,10 +96,10 @@ def run_sentence(ckpt: Checkpoint, text: str, beam_size: int = 1, trace: bool = 
 
 
 def retraced(ckpt: Checkpoint, run: SentenceRun, causal: bool = True) -> SentenceRun:
-    """``run`` with its trace taken again over the same source and translation, with or without the decoder's
-    causal mask: what ``run_sentence(ckpt, text, causal=causal)`` returns, without decoding a second time.
-    Decoding does not depend on the mask (it writes one token at a time, so there is no future to hide);
-    only the teacher-forced pass over the translation does."""
+    """``run`` with its trace taken again over the same source and translation, with or without the
+    decoder's causal mask: what ``run_sentence(ckpt, text, causal=causal)`` returns, without
+    decoding a second time. Decoding does not depend on the mask (it writes one token at a time, so
+    there is no future to hide); only the teacher-forced pass over the translation does."""
     return replace(run, trace=traced_forward(ckpt.model, run.src_ids, run.tgt_ids, causal))
 
 
@@ -107,8 +109,8 @@ RANDOM_EXTRA_TARGET = 2  # the random model's 'translation' is this much longer 
 
 @functools.lru_cache(maxsize=2)
 def _random_model(config_name: str, seed: int) -> Transformer:
-    # Built once per process: the base config has 48M parameters (V = 8000) and takes seconds to initialise.
-    # Shared read-only, like the trained model.
+    # Built once per process: the base config has 48M parameters (V = 8000) and takes seconds to
+    # initialise. Shared read-only, like the trained model.
     generator_state = torch.get_rng_state()
     torch.manual_seed(seed)
     model = Transformer(preset(config_name)).eval()
@@ -120,8 +122,8 @@ def random_model_run(config_name: str = "base", sentence: str | None = None, see
     """Trace a randomly initialised model of a preset config (no trained weights needed).
 
     Words are mapped to IDs by a hash (there is no trained vocabulary), and the 'translation' is
-    RANDOM_EXTRA_TARGET tokens longer than the source, so that T ≠ S and a (B, h, T, S) cross-attention
-    cannot be mistaken for (B, h, T, T): only the shapes mean anything here.
+    RANDOM_EXTRA_TARGET tokens longer than the source, so that T ≠ S and a (B, h, T, S)
+    cross-attention cannot be mistaken for (B, h, T, T): only the shapes mean anything here.
     """
     model = _random_model(config_name, seed)
     cfg = model.cfg
@@ -143,19 +145,21 @@ def random_model_parameters(config_name: str = "base", seed: int = 0) -> int:
 
 @torch.no_grad()
 def batch_trace(ckpt: Checkpoint, sentences: list[str]) -> tuple[Trace, list[list[str]], list[list[str]]]:
-    """Translate each sentence greedily on its own, then run ONE traced, teacher-forced forward over the
-    padded batch: sources (B, S_max) and targets <s> + translation (B, T_max), filled with <pad>.
+    """Translate each sentence greedily on its own, then run ONE traced, teacher-forced forward over
+    the padded batch: sources (B, S_max) and targets <s> + translation (B, T_max), filled with
+    <pad>.
 
-    Returns the trace and, per row, the unpadded source tokens (ending in </s>) and decoder input tokens
-    (starting with <s>). Real positions of row b equal those of ``traced_forward`` on sentence b alone:
-    <pad> keys are masked to −∞, so they get weight exactly 0.
+    Returns the trace and, per row, the unpadded source tokens (ending in </s>) and decoder input
+    tokens (starting with <s>). Real positions of row b equal those of ``traced_forward`` on
+    sentence b alone: <pad> keys are masked to −∞, so they get weight exactly 0.
     """
     model, tokenizer, cfg = ckpt.model, ckpt.tokenizer, ckpt.config
     device = next(model.parameters()).device
     sources, targets = [], []
     for text in sentences:
         ids = encode_source(tokenizer, text, max_tokens=cfg.max_len).ids
-        # The same cap as run_sentence, so that a sentence gets the same translation alone and in the batch.
+        # The same cap as run_sentence, so that a sentence gets the same translation alone and in
+        # the batch.
         greedy = ckpt.generation.override(num_beams=1, max_loop_repeats=0)
         result = generate(model, torch.tensor([ids], device=device), greedy,
                           max_len=max_output_length(cfg, len(ids)), record=False)
@@ -179,17 +183,19 @@ BATCH_ATOL = 1e-5  # a padded row computes what its sentence computes alone, to 
 def batch_differences(trace: Trace, src_tokens: list[list[str]], tgt_tokens: list[list[str]],
                       singles: list[SentenceRun], atol: float = BATCH_ATOL) -> list[dict]:
     """How far each row of a padded batch (from :func:`batch_trace`) is from its sentence run alone
-    (``singles``): the largest weight any query of any layer and head gives a <pad> key, whether the row's
-    target is the single run's, and the largest difference of the encoder's and (for the same target) the
-    decoder's outputs over the real positions; ``matches``: all four say that padding changed nothing
-    (weight exactly 0 on every <pad> key, the same target, both outputs within ``atol``)."""
+    (``singles``): the largest weight any query of any layer and head gives a <pad> key, whether the
+    row's target is the single run's, and the largest difference of the encoder's and (for the same
+    target) the decoder's outputs over the real positions; ``matches``: all four say that padding
+    changed nothing (weight exactly 0 on every <pad> key, the same target, both outputs within
+    ``atol``)."""
     cfg = singles[0].config
     pad_keys = trace["src.token_ids"].numpy() == cfg.pad_id  # (B, S_max)
     checks = []
     for b, single in enumerate(singles):
         S_b, T_b = len(src_tokens[b]), len(tgt_tokens[b])
         same_target = single.tgt_ids == trace["tgt.token_ids"][b, :T_b].tolist()
-        # weights (B, h, L_q, S): the largest weight of any query and head on each key, then on row b's <pad> keys
+        # weights (B, h, L_q, S): the largest weight of any query and head on each key, then on row
+        # b's <pad> keys
         pad_weight = max(float(trace[f"{side}.{n}.{kind}.weights"][b].numpy().max(axis=(0, 1))[pad_keys[b]]
                                .max(initial=0.0))
                          for n in range(cfg.N) for side, kind in (("encoder", "self_attn"), ("decoder", "cross_attn")))
@@ -206,9 +212,9 @@ def batch_differences(trace: Trace, src_tokens: list[list[str]], tgt_tokens: lis
 def teacher_forced_logits(ckpt: Checkpoint, text: str, target_text: str) -> tuple[list[int], list[int], torch.Tensor]:
     """Teacher forcing on a given target (e.g. a reference translation), as in training.
 
-    The target is tokenized like a source (ending in </s>): that is the expected output y_1 … y_n </s>;
-    the decoder input is the same shifted right, <s> y_1 … y_n. Returns (decoder input IDs, expected IDs,
-    logits (T, V)). Raises InputError for an empty text or target.
+    The target is tokenized like a source (ending in </s>): that is the expected output y_1 … y_n
+    </s>; the decoder input is the same shifted right, <s> y_1 … y_n. Returns (decoder input IDs,
+    expected IDs, logits (T, V)). Raises InputError for an empty text or target.
     """
     model, tokenizer, cfg = ckpt.model, ckpt.tokenizer, ckpt.config
     device = next(model.parameters()).device
@@ -221,8 +227,8 @@ def teacher_forced_logits(ckpt: Checkpoint, text: str, target_text: str) -> tupl
 
 @torch.no_grad()
 def teacher_forcing_losses(logits: torch.Tensor, expected_ids: list[int], smoothing: float, pad_id: int) -> dict:
-    """The loss of one teacher-forced sentence as training computes it. logits (T, V); expected_ids (T,),
-    the target shifted left (what each position must predict).
+    """The loss of one teacher-forced sentence as training computes it. logits (T, V); expected_ids
+    (T,), the target shifted left (what each position must predict).
 
     Returns p (T,), the probability of each expected token; nll (T,) = −log p; ce = mean(nll); and
     smoothed, the label-smoothed loss that training minimises (target (1 − ε)·one-hot + ε/V).
@@ -238,9 +244,10 @@ def teacher_forcing_losses(logits: torch.Tensor, expected_ids: list[int], smooth
 
 @torch.no_grad()
 def time_per_sentence(model, length: int, repeats: int = 3) -> float:
-    """Seconds to translate one sentence of ``length`` source tokens into ``length`` tokens, greedily, by
-    incremental decoding (the Transformer's with its key/value cache), the best of ``repeats``. The output
-    length is fixed (no stop at </s>), so models compare on the same work whatever they would write."""
+    """Seconds to translate one sentence of ``length`` source tokens into ``length`` tokens,
+    greedily, by incremental decoding (the Transformer's with its key/value cache), the best of
+    ``repeats``. The output length is fixed (no stop at </s>), so models compare on the same work
+    whatever they would write."""
     import time
 
     device = next(model.parameters()).device
@@ -257,7 +264,7 @@ def time_per_sentence(model, length: int, repeats: int = 3) -> float:
     return best
 
 
-# --- a decoder-only model: a prompt in, its completion and every traced tensor out -------------------------
+# --- a decoder-only model: a prompt in, its completion and every traced tensor out ----------------
 
 @dataclass
 class PromptRun:
@@ -277,9 +284,10 @@ class PromptRun:
 
 @torch.no_grad()
 def run_prompt(ckpt: Checkpoint, prompt: str, settings: SamplingSettings, trace: bool = True) -> PromptRun:
-    """Complete ``prompt`` with a decoder-only checkpoint, then trace one forward pass over <s> + prompt +
-    continuation: thanks to the causal mask, row t of every traced tensor is what the model computed when it
-    chose token t + 1. Raises InputError for a prompt that cannot be run (empty)."""
+    """Complete ``prompt`` with a decoder-only checkpoint, then trace one forward pass over <s> +
+    prompt + continuation: thanks to the causal mask, row t of every traced tensor is what the model
+    computed when it chose token t + 1. Raises InputError for a prompt that cannot be run
+    (empty)."""
     completion, text = complete_text(ckpt.model, ckpt.tokenizer, prompt, settings)
     ids = completion.ids[:-1] if completion.new_ids and completion.new_ids[-1] == ckpt.config.eos_id else completion.ids
     run_trace = None

@@ -1,12 +1,13 @@
 """Hook points: the named places in a forward pass where a caller reads a tensor or replaces it.
 
-Every model family calls ``point(hooks, name, tensor)`` at each documented name (docs/trace_names.md).
-``hooks`` is None (nothing to do: the call returns the tensor), a :class:`~transformer_viz.core.trace.Trace`
-(record every point), or a :class:`Hooks`: functions on chosen names, and optionally a Trace as well. A
-function returns the tensor to go on with, or None to leave it as it is; whatever it returns is what the
-rest of the pass computes from, so switching a head off, patching in another run's activation and reading
-a layer's stream are all hooks on the one forward pass (as TransformerLens's hook points are), never a
-second copy of the model's arithmetic. Nothing is kept on a module: each call brings its own hooks.
+Every model family calls ``point(hooks, name, tensor)`` at each documented name
+(docs/trace_names.md). ``hooks`` is None (nothing to do: the call returns the tensor), a
+:class:`~transformer_viz.core.trace.Trace` (record every point), or a :class:`Hooks`: functions on
+chosen names, and optionally a Trace as well. A function returns the tensor to go on with, or None
+to leave it as it is; whatever it returns is what the rest of the pass computes from, so switching a
+head off, patching in another run's activation and reading a layer's stream are all hooks on the one
+forward pass (as TransformerLens's hook points are), never a second copy of the model's arithmetic.
+Nothing is kept on a module: each call brings its own hooks.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ class Hooks:
         return tensor
 
     def explicit(self, prefix: str) -> bool:
-        """Whether the attention at ``prefix`` ("encoder.0.self_attn") must be computed step by step."""
+        """Whether the attention at ``prefix`` ("encoder.0.self_attn") must be
+        computed step by step."""
         if self.trace is not None:
             return True
         return any(f"{prefix}.{step}" in self.fns for step in EXPLICIT_STEPS)
@@ -79,13 +81,15 @@ def point(hooks: "Hooks | Trace | None", name: str, tensor: torch.Tensor) -> tor
 
 
 def explicit(hooks: "Hooks | Trace | None", prefix: str) -> bool:
-    """Whether the attention at ``prefix`` must be written out (a trace, or a hook on one of its steps)."""
+    """Whether the attention at ``prefix`` must be written out (a trace, or a hook on
+    one of its steps)."""
     return hooks is not None and hooks.explicit(prefix)
 
 
 class Recorder:
     """Keeps the tensors at chosen names as they are (not detached, not copied): what a caller reads
-    from inside a pass, gradients included. ``Recorder(names).hooks()`` -> the Hooks that fill it."""
+    from inside a pass, gradients included. ``Recorder(names).hooks()`` -> the Hooks that fill
+    it."""
 
     def __init__(self, names: Iterable[str]) -> None:
         self.names = list(names)

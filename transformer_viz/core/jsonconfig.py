@@ -1,5 +1,6 @@
-"""The JSON config base: a dataclass saved as config.json inside every checkpoint and used to rebuild the
-model, and the checks that keep a damaged or hostile file from making us allocate without limit."""
+"""The JSON config base: a dataclass saved as config.json inside every checkpoint and used to
+rebuild the model, and the checks that keep a damaged or hostile file from making us allocate
+without limit."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ MAX_PARAMETERS = 2_000_000_000  # no config may describe a larger model (the pap
 
 
 class JsonConfig:
-    """A dataclass config as the JSON a checkpoint stores: unknown fields are refused, not dropped."""
+    """A dataclass config as the JSON a checkpoint stores: unknown fields are refused,
+    not dropped."""
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -32,13 +34,14 @@ class JsonConfig:
         return cls.from_dict(json.loads(Path(path).read_text()))
 
     def validate(self) -> None:
-        """Raise ValueError naming every field that is out of range; a family's config overrides it."""
+        """Raise ValueError naming every field that is out of range;
+        a family's config overrides it."""
 
 
 def field_problems(cfg, integers: dict[str, tuple[int, int]], rates: tuple[str, ...] = (),
                     positive: tuple[str, ...] = (), flags: tuple[str, ...] = ()) -> list[str]:
-    """What is wrong with a config's fields: integers in their [low, high], rates in [0, 1), positive
-    numbers, true/false flags (a JSON true is no integer here, and 1 is no flag)."""
+    """What is wrong with a config's fields: integers in their [low, high], rates in [0, 1),
+    positive numbers, true/false flags (a JSON true is no integer here, and 1 is no flag)."""
     problems = []
     for name, (low, high) in integers.items():
         value = getattr(cfg, name)
@@ -61,7 +64,8 @@ def field_problems(cfg, integers: dict[str, tuple[int, int]], rates: tuple[str, 
 
 
 def check_size(problems: list[str], estimate: int) -> None:
-    """Add a problem when the parameter ``estimate`` is over MAX_PARAMETERS; raise when there are any."""
+    """Add a problem when the parameter ``estimate`` is over MAX_PARAMETERS;
+    raise when there are any."""
     if not problems and estimate > MAX_PARAMETERS:
         problems.append(f"the model would have about {estimate:,} parameters, more than {MAX_PARAMETERS:,}")
     if problems:

@@ -21,8 +21,8 @@ def causal_mask(length: int, device: torch.device | str | None = None) -> torch.
 def target_mask(token_ids: torch.Tensor, pad_id: int, causal: bool = True) -> torch.Tensor:
     """Decoder self-attention mask: padding mask AND causal mask. token_ids (B, T) -> (B, 1, T, T).
 
-    The first position is the decoder's start token, never padding, even when it is the <pad> token itself
-    (Marian models start decoding with <pad>): it stays visible."""
+    The first position is the decoder's start token, never padding, even when it is the <pad> token
+    itself (Marian models start decoding with <pad>): it stays visible."""
     pad = padding_mask(token_ids, pad_id).clone()  # (B, 1, 1, T)
     pad[..., 0] = True
     T = token_ids.size(1)

@@ -1,9 +1,10 @@
-"""The recorder: an optional object passed into ``forward`` that keeps every intermediate tensor by name.
+"""The recorder: an optional object passed into ``forward`` that keeps every intermediate tensor by
+name.
 
 Nothing is ever stored on a module, so one cached model can serve many callers at once; each call
-brings its own ``Trace``. Each model family documents the names it records, with their shapes, in its own
-``trace_names()`` (the Transformer's in models/transformer.py), which the tests check against a real
-forward pass; ``docs/trace_names.md`` is written from them by
+brings its own ``Trace``. Each model family documents the names it records, with their shapes, in
+its own ``trace_names()`` (the Transformer's in models/transformer.py), which the tests check
+against a real forward pass; ``docs/trace_names.md`` is written from them by
 ``python -m transformer_viz.models.trace_docs > docs/trace_names.md``.
 """
 
@@ -16,15 +17,17 @@ import torch
 
 
 class Trace:
-    """An ordered name -> tensor record of one forward pass (detached, on the CPU; floats read as float32)."""
+    """An ordered name -> tensor record of one forward pass (detached, on the CPU; floats
+    read as float32)."""
 
     def __init__(self) -> None:
         self._tensors: "OrderedDict[str, torch.Tensor]" = OrderedDict()
 
     def record(self, name: str, tensor: torch.Tensor) -> None:
-        # A view may share memory with something that lives on after the call (the positional-encoding
-        # buffer, a key/value cache), so it is copied. Any other tensor is a fresh result that the model
-        # never writes to again: keeping it as it is saves a copy of every intermediate.
+        # A view may share memory with something that lives on after the call (the
+        # positional-encoding buffer, a key/value cache), so it is copied. Any other tensor is a
+        # fresh result that the model never writes to again: keeping it as it is saves a copy of
+        # every intermediate.
         if tensor._is_view() or tensor.device.type != "cpu":
             tensor = tensor.detach().to("cpu", copy=True)
         self._tensors[name] = tensor.detach()
@@ -44,8 +47,9 @@ class Trace:
         except KeyError:
             raise KeyError(f"{name!r} was not recorded; see docs/trace_names.md for the names") from None
         if tensor.is_floating_point() and tensor.dtype != torch.float32:
-            # A bfloat16 model's tensors are handed out as float32 (numpy and the plots need it), converted
-            # on first use rather than while recording, which would slow every traced forward pass.
+            # A bfloat16 model's tensors are handed out as float32 (numpy and the plots need it),
+            # converted on first use rather than while recording, which would slow every traced
+            # forward pass.
             tensor = self._tensors[name] = tensor.float()
         return tensor
 

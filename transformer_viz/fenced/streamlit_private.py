@@ -1,8 +1,8 @@
 """Streamlit's script-run context: which session a run of a page belongs to.
 
 Streamlit has no public id of a session (``st.context`` offers headers, cookies, the URL, ...). The
-optional run log (app/runlog.py) writes the session beside each run, so that an operator can tell the
-sessions of one process apart. No speed piece.
+optional run log (app/runlog.py) writes the session beside each run, so that an operator can tell
+the sessions of one process apart. No speed piece.
 """
 
 from __future__ import annotations

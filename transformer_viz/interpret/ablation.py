@@ -1,10 +1,11 @@
 """Switching attention heads off: which heads there are, how to name them, and the hooks that do it.
 
-A head is switched off by zeroing its output head_i = Attention(Q W_Q_i, K W_K_i, V W_V_i), the head's
-d_k columns of Concat(head_1, …, head_h), before the product with W_O: a hook on the attention's
-``heads`` point (core/hooks.py) multiplies them by 0, in the model's own forward pass, never through
-something stored on the module (the app shares one model between sessions). W_O's bias b_O still flows:
-it belongs to no head. Each batch row may switch off heads of its own (:func:`keep_mask`).
+A head is switched off by zeroing its output head_i = Attention(Q W_Q_i, K W_K_i, V W_V_i), the
+head's d_k columns of Concat(head_1, …, head_h), before the product with W_O: a hook on the
+attention's ``heads`` point (core/hooks.py) multiplies them by 0, in the model's own forward pass,
+never through something stored on the module (the app shares one model between sessions). W_O's bias
+b_O still flows: it belongs to no head. Each batch row may switch off heads of its own
+(:func:`keep_mask`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ KIND_NAMES = {"enc": "encoder self-attention", "dec": "decoder self-attention", 
 
 @dataclass(frozen=True, order=True)
 class Head:
-    """One attention head: ``kind`` (one of KINDS), decoder or encoder ``layer`` and ``head``, from 0."""
+    """One attention head: ``kind`` (one of KINDS),
+    decoder or encoder ``layer`` and ``head``, from 0."""
 
     kind: str
     layer: int
@@ -43,8 +45,8 @@ def all_heads(cfg) -> list[Head]:
 
 
 def parse_heads(spec: str | Iterable[str], cfg) -> list[Head]:
-    """"enc.0.3,cross.2.5" (or a list of such names) -> sorted, distinct heads; ValueError naming a head
-    that is malformed or outside the model (N layers, h heads)."""
+    """"enc.0.3,cross.2.5" (or a list of such names) -> sorted, distinct heads; ValueError naming a
+    head that is malformed or outside the model (N layers, h heads)."""
     names = spec.split(",") if isinstance(spec, str) else list(spec)
     heads = set()
     for name in (n.strip() for n in names):
@@ -62,8 +64,9 @@ def parse_heads(spec: str | Iterable[str], cfg) -> list[Head]:
 
 
 def keep_mask(cfg, rows: list[Iterable[Head]], device=None, dtype=torch.float32) -> dict[str, torch.Tensor]:
-    """The kept heads of each batch row (``rows``: the heads switched off in that row): per kind a tensor
-    (B, N, h) of ones with 0 where a head is off. One row serves a whole batch by broadcasting."""
+    """The kept heads of each batch row (``rows``: the heads switched off in that row): per kind a
+    tensor (B, N, h) of ones with 0 where a head is off. One row serves a whole batch by
+    broadcasting."""
     keep = {kind: torch.ones(len(rows), cfg.N, cfg.h, device=device, dtype=dtype) for kind in KINDS}  # (B, N, h)
     for b, off in enumerate(rows):
         for head in off:
@@ -76,7 +79,8 @@ _PREFIX = {"enc": "encoder.{}.self_attn", "dec": "decoder.{}.self_attn", "cross"
 
 
 def heads_point(kind: str, layer: int) -> str:
-    """The hook point of a layer's heads, (B, h, L, d_k): "decoder.2.cross_attn.heads" for ("cross", 2)."""
+    """The hook point of a layer's heads, (B, h, L, d_k):
+    "decoder.2.cross_attn.heads" for ("cross", 2)."""
     return _PREFIX[kind].format(layer) + ".heads"
 
 

@@ -1,19 +1,21 @@
 """What does a head do, what does each decoder layer already guess, and which source words did a
 translation use: head ablation, the logit lens and attributions for the encoder–decoder Transformer.
 
-Every quantity is about one sentence and its translation, teacher-forced: the decoder reads <s> + the
-translation and f_t = log p(y_t | y_<t, x) is the log-probability the model gives the token it wrote at
-position t (the last one is </s>). The page "What does a head do?" and ``python -m transformer_viz explain``
-call these functions, so they show the same numbers.
+Every quantity is about one sentence and its translation, teacher-forced: the decoder reads <s> +
+the translation and f_t = log p(y_t | y_<t, x) is the log-probability the model gives the token it
+wrote at position t (the last one is </s>). The page "What does a head do?" and
+``python -m transformer_viz explain`` call these functions, so they show the same numbers.
 
-- **Head ablation**: a head's output is zeroed before W_O (interpret/ablation.py: hooks). The drop of Σ_t f_t when one
-  head alone is off is computed for every head in ONE batched forward pass: batch row r switches head r off.
+- **Head ablation**: a head's output is zeroed before W_O (interpret/ablation.py: hooks). The drop
+  of Σ_t f_t when one head alone is off is computed for every head in ONE batched forward pass:
+  batch row r switches head r off.
 - **Logit lens**: the decoder's residual stream after layer l, through the model's own last steps
   (final LayerNorm where it has one, tied output projection, softmax).
-- **Attribution** to the source tokens' embeddings e_s (E[x_s]·√d_model, before the positional encoding):
-  gradient × input, Σ_d e_sd ∂f_t/∂e_sd, and integrated gradients from the baseline e' = 0 (every source
-  token's embedding removed, positions kept), IG_s = Σ_d (e_sd − e'_sd) ∫₀¹ ∂f_t/∂e_sd(e' + α(e − e')) dα,
-  the integral by Gauss–Legendre quadrature. IG's attributions sum to f_t(e) − f_t(e') (completeness).
+- **Attribution** to the source tokens' embeddings e_s (E[x_s]·√d_model, before the positional
+  encoding): gradient × input, Σ_d e_sd ∂f_t/∂e_sd, and integrated gradients from the baseline
+  e' = 0 (every source token's embedding removed, positions kept),
+  IG_s = Σ_d (e_sd − e'_sd) ∫₀¹ ∂f_t/∂e_sd(e' + α(e − e')) dα, the integral by Gauss–Legendre
+  quadrature. IG's attributions sum to f_t(e) − f_t(e') (completeness).
 """
 
 from __future__ import annotations
@@ -31,11 +33,12 @@ from transformer_viz.models.transformer import Transformer
 from transformer_viz.text.decoding import greedy_decode, max_output_length
 from transformer_viz.text.tokenizer import decode
 
-# Gauss–Legendre nodes for integrated gradients. Where the model is smooth along the path (a GELU model) 16
-# nodes already meet completeness to within 3e-5 (tests/unit/test_explain.py checks 1 %); ReLU's kinks make the integrand only
-# piecewise smooth and the gap shrinks slowly: on the shipped de-en model and "Ein Mann fährt mit dem Fahrrad
-# durch die Stadt." 32 nodes leave 1.6 % of Σ_t |f_t(e) − f_t(e')| unexplained (6 % at the worst position),
-# 64 nodes 0.65 %; over 500 test sentences 16 nodes leave 4.4 %. The page and `explain` report the gap.
+# Gauss–Legendre nodes for integrated gradients. Where the model is smooth along the path (a GELU
+# model) 16 nodes already meet completeness to within 3e-5 (tests/unit/test_explain.py checks 1 %);
+# ReLU's kinks make the integrand only piecewise smooth and the gap shrinks slowly: on the shipped
+# de-en model and "Ein Mann fährt mit dem Fahrrad durch die Stadt." 32 nodes leave 1.6 % of Σ_t
+# |f_t(e) − f_t(e')| unexplained (6 % at the worst position), 64 nodes 0.65 %; over 500 test
+# sentences 16 nodes leave 4.4 %. The page and `explain` report the gap.
 IG_STEPS = 32
 
 
@@ -44,8 +47,8 @@ def _device(model: Transformer) -> torch.device:
 
 
 def _pair(model: Transformer, src_ids: list[int], tgt_ids: list[int], rows: int = 1):
-    """The sentence pair as a batch of ``rows`` identical rows: src (rows, S), tgt (rows, T), and what each
-    decoder position predicts (T,): the translation shifted left, ending in </s>."""
+    """The sentence pair as a batch of ``rows`` identical rows: src (rows, S), tgt (rows, T), and
+    what each decoder position predicts (T,): the translation shifted left, ending in </s>."""
     device = _device(model)
     src = torch.tensor([src_ids], device=device).expand(rows, -1)  # (rows, S)
     tgt = torch.tensor([tgt_ids], device=device).expand(rows, -1)  # (rows, T)
@@ -54,20 +57,22 @@ def _pair(model: Transformer, src_ids: list[int], tgt_ids: list[int], rows: int 
 
 
 def _token_logp(logits: torch.Tensor, predicted: torch.Tensor) -> torch.Tensor:
-    """logits (B, T, V) -> f_t = log p(predicted_t) = logit − logsumexp(logits) per row and position, (B, T), in
-    float32 or wider (one pass over the logits: the full log-softmax is never needed)."""
+    """logits (B, T, V) -> f_t = log p(predicted_t) = logit − logsumexp(logits) per row and
+    position, (B, T), in float32 or wider (one pass over the logits: the full log-softmax is never
+    needed)."""
     logits = logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits
     return logits.gather(-1, predicted.expand(logits.size(0), -1)[..., None])[..., 0] - logits.logsumexp(-1)
 
 
-# --- switching heads off ----------------------------------------------------------------------------
+# --- switching heads off --------------------------------------------------------------------------
 
 @dataclass
 class HeadsRun:
-    """One sentence's teacher-forced numbers with and without heads: p_base and p_off (T,), the probability of
-    each translation token with every head on and with ``heads_off`` off; drops (3·N·h,), per head of
-    ``heads`` (interpret.ablation.all_heads order) the fall of log p(translation) = Σ_t f_t when that head alone
-    is off; the logit lens of the run with every head on (:func:`lens_numbers`)."""
+    """One sentence's teacher-forced numbers with and without heads: p_base and p_off (T,), the
+    probability of each translation token with every head on and with ``heads_off`` off; drops
+    (3·N·h,), per head of ``heads`` (interpret.ablation.all_heads order) the fall of
+    log p(translation) = Σ_t f_t when that head alone is off; the logit lens of the run with every
+    head on (:func:`lens_numbers`)."""
 
     heads: list
     heads_off: list
@@ -79,8 +84,8 @@ class HeadsRun:
 
 @torch.no_grad()
 def heads_run(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=(), top_k: int = 5) -> HeadsRun:
-    """Everything the ablation bars and the logit lens need, in ONE batched forward pass: row 0 with every
-    head on, row 1 with ``heads_off`` off, and one row per head with that head alone off."""
+    """Everything the ablation bars and the logit lens need, in ONE batched forward pass: row 0 with
+    every head on, row 1 with ``heads_off`` off, and one row per head with that head alone off."""
     cfg = model.cfg
     every = H.all_heads(cfg)
     rows = [[], list(heads_off)] + [[head] for head in every]
@@ -95,11 +100,12 @@ def heads_run(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_
 
 
 def _final_streams(model: Transformer, src, tgt, keep: dict, rows: list[list]) -> tuple:
-    """The decoder's last stream (R, T, d_model) of every row, and row 0's stream after each layer, sharing what
-    rows have in common: only the rows with an encoder head off run an encoder of their own (the others share
-    row 0's memory), and a row whose first head off is in decoder layer l starts there from row 0's stream
-    after layer l − 1. For 3 layers of 8 heads: 25 encoder rows instead of 74, 171 decoder row-layers instead
-    of 222; the same numbers (tests/unit/test_explain.py: equal to one head at a time)."""
+    """The decoder's last stream (R, T, d_model) of every row, and row 0's stream after each layer,
+    sharing what rows have in common: only the rows with an encoder head off run an encoder of their
+    own (the others share row 0's memory), and a row whose first head off is in decoder layer l
+    starts there from row 0's stream after layer l − 1. For 3 layers of 8 heads: 25 encoder rows
+    instead of 74, 171 decoder row-layers instead of 222; the same numbers
+    (tests/unit/test_explain.py: equal to one head at a time)."""
     enc_keep, which = keep["enc"].unique(dim=0, return_inverse=True)  # (U, N, h), (R,)
     memory, src_mask = model.encode(src[:len(enc_keep)], hooks=H.ablation_hooks({"enc": enc_keep}))
     memory, src_mask = memory[which], src_mask[which]  # (R, S, d_model), (R, 1, 1, S)
@@ -129,8 +135,8 @@ def drop_grid(run: HeadsRun, cfg) -> np.ndarray:
 
 @torch.no_grad()
 def head_drops_one_at_a_time(model: Transformer, src_ids: list[int], tgt_ids: list[int]) -> np.ndarray:
-    """The same drops as :func:`heads_run`, one forward pass per head: slow, the reference the test compares
-    the batched pass with."""
+    """The same drops as :func:`heads_run`, one forward pass per head: slow, the reference the test
+    compares the batched pass with."""
     src, tgt, predicted = _pair(model, src_ids, tgt_ids)
     base = _token_logp(model(src, tgt), predicted).sum()
     drops = []
@@ -144,8 +150,8 @@ def head_drops_one_at_a_time(model: Transformer, src_ids: list[int], tgt_ids: li
 @torch.no_grad()
 def translate_with_heads(model: Transformer, src_ids: list[int], heads_off=(), max_len: int = 60,
                          suppress: tuple[int, ...] = ()) -> list[int]:
-    """Greedy decoding with ``heads_off`` switched off -> the output IDs (without <s>, cut before </s>):
-    the model's own cached decoding with the ablation hooks on every step."""
+    """Greedy decoding with ``heads_off`` switched off -> the output IDs (without <s>, cut before
+    </s>): the model's own cached decoding with the ablation hooks on every step."""
     cfg = model.cfg
     src, _, _ = _pair(model, src_ids, [cfg.bos_id])
     hooks = H.heads_off_hooks(cfg, heads_off, _device(model), next(model.parameters()).dtype)
@@ -164,16 +170,18 @@ def most_important_text(run: HeadsRun, top: int = 3) -> str:
             f"by less than 0.05 nats.")
 
 
-# --- the logit lens ---------------------------------------------------------------------------------
+# --- the logit lens -------------------------------------------------------------------------------
 
 @torch.no_grad()
 def lens_numbers(model: Transformer, streams: list[torch.Tensor], predicted: torch.Tensor, top_k: int = 5,
                  final_norm: bool = True) -> dict[str, np.ndarray]:
-    """The decoder's guess after each layer, per target position: top_ids and top_probs (N, T, k), and the
-    rank (1 = most probable) and probability of the token finally written, rank and p (N, T).
+    """The decoder's guess after each layer, per target position: top_ids and top_probs (N, T, k),
+    and the rank (1 = most probable) and probability of the token finally written, rank and p
+    (N, T).
 
-    ``streams``: the residual stream after each layer, each (1, T, d_model). ``final_norm=False`` skips a
-    Pre-LN model's final LayerNorm (to show what it changes); a Post-LN model has none to skip."""
+    ``streams``: the residual stream after each layer, each (1, T, d_model). ``final_norm=False``
+    skips a Pre-LN model's final LayerNorm (to show what it changes); a Post-LN model has none to
+    skip."""
     probs = []
     for stream in streams:
         logits = lens_logits(model, stream) if final_norm else model.project(stream)  # (1, T, V)
@@ -188,8 +196,8 @@ def lens_numbers(model: Transformer, streams: list[torch.Tensor], predicted: tor
 @torch.no_grad()
 def logit_lens(model: Transformer, src_ids: list[int], tgt_ids: list[int], top_k: int = 5,
                final_norm: bool = True) -> dict[str, np.ndarray]:
-    """:func:`lens_numbers` for one sentence pair with every head on; also "probs" (N, T, V), the whole
-    distributions (the last layer's is the model's output distribution)."""
+    """:func:`lens_numbers` for one sentence pair with every head on; also "probs" (N, T, V), the
+    whole distributions (the last layer's is the model's output distribution)."""
     src, tgt, predicted = _pair(model, src_ids, tgt_ids)
     _, streams = forward_with_streams(model, src, tgt)
     out = lens_numbers(model, streams, predicted, top_k, final_norm)
@@ -209,7 +217,7 @@ LENS_NOTE = {
 }
 
 
-# --- attribution to the source tokens ---------------------------------------------------------------
+# --- attribution to the source tokens -------------------------------------------------------------
 
 def source_embedding(model: Transformer, src_ids: list[int]) -> torch.Tensor:
     """e = E[x]·√d_model for the source, (S, d_model): what the attributions are computed for."""
@@ -224,9 +232,10 @@ def _embedding_hooks(embedding: torch.Tensor) -> Hooks:
 
 
 def _gradients(model: Transformer, src_ids: list[int], tgt_ids: list[int], alphas, weights) -> tuple:
-    """Σ_k w_k ∂f_t/∂e(α_k e) for every target position t, in ONE forward and backward pass over a batch of
-    (steps × T) rows: row (k, t) runs the scaled embedding α_k e and keeps only its position t's f_t, so
-    its gradient is that of f_t alone. -> gradients (T, S, d_model), e (S, d_model), f_t at the rows (K, T)."""
+    """Σ_k w_k ∂f_t/∂e(α_k e) for every target position t, in ONE forward and backward pass over a
+    batch of (steps × T) rows: row (k, t) runs the scaled embedding α_k e and keeps only its
+    position t's f_t, so its gradient is that of f_t alone. -> gradients (T, S, d_model),
+    e (S, d_model), f_t at the rows (K, T)."""
     e = source_embedding(model, src_ids)  # (S, d_model)
     T, K = len(tgt_ids), len(alphas)
     src, tgt, predicted = _pair(model, src_ids, tgt_ids, K * T)
@@ -250,8 +259,9 @@ def gradient_x_input(model: Transformer, src_ids: list[int], tgt_ids: list[int])
 
 def integrated_gradients(model: Transformer, src_ids: list[int], tgt_ids: list[int],
                          steps: int = IG_STEPS) -> tuple[np.ndarray, np.ndarray]:
-    """Integrated gradients from the baseline e' = 0, per target position and source token: (T, S), and
-    f_t(e) − f_t(e') (T,), which each row sums to (completeness) up to the quadrature's error."""
+    """Integrated gradients from the baseline e' = 0, per target position and source token: (T, S),
+    and f_t(e) − f_t(e') (T,), which each row sums to (completeness) up to the quadrature's
+    error."""
     nodes, weights = np.polynomial.legendre.leggauss(steps)  # on [−1, 1]; weights sum to 2
     grad, e, _ = _gradients(model, src_ids, tgt_ids, (nodes + 1) / 2, weights / 2)
     with torch.no_grad():
@@ -284,14 +294,15 @@ def integrated_gradients_at(model: Transformer, src_ids: list[int], tgt_ids: lis
     return (grad.sum(0) * e).sum(-1).float().cpu().numpy(), float(f[1] - f[0])
 
 
-# --- attention against attribution --------------------------------------------------------------------
+# --- attention against attribution ----------------------------------------------------------------
 
 def argmax_agreement(cross_weights: np.ndarray, attribution: np.ndarray) -> dict[str, np.ndarray]:
     """How often attention's most-attended source token is attribution's most-attributed one.
 
-    cross_weights (N, h, T, S), one sentence's cross-attention; attribution (T, S). Returns per_head (N, h),
-    the share of target positions where head (l, j)'s argmax equals the attribution's; per_layer (N,), its
-    mean over heads; and mean_heads (N,), the same share for the attention averaged over the heads."""
+    cross_weights (N, h, T, S), one sentence's cross-attention; attribution (T, S). Returns per_head
+    (N, h), the share of target positions where head (l, j)'s argmax equals the attribution's;
+    per_layer (N,), its mean over heads; and mean_heads (N,), the same share for the attention
+    averaged over the heads."""
     top = np.asarray(attribution).argmax(-1)  # (T,)
     weights = np.asarray(cross_weights)
     per_head = (weights.argmax(-1) == top).mean(-1)  # (N, h)
@@ -299,10 +310,10 @@ def argmax_agreement(cross_weights: np.ndarray, attribution: np.ndarray) -> dict
     return {"per_head": per_head, "per_layer": per_head.mean(-1), "mean_heads": mean_heads}
 
 
-# --- the coreference examples -------------------------------------------------------------------------
+# --- the coreference examples ---------------------------------------------------------------------
 
-# The lecture's sentences (text/lecture_sentences.py) per source language: the pronoun and the nouns it may refer to,
-# the right one first.
+# The lecture's sentences (text/lecture_sentences.py) per source language: the pronoun and the nouns
+# it may refer to, the right one first.
 COREFERENCE = {
     "en": {"The animal didn't cross the street because it was too tired.": ("it", ("animal", "street")),
            "The animal didn't cross the street because it was too wide.": ("it", ("street", "animal")),
@@ -315,8 +326,9 @@ PRONOUNS = {"de": ("es", "sie", "er"), "en": ("it", "they", "he", "she")}  # wha
 
 
 def word_position(tokens: list[str], word: str, after: int = -1) -> int | None:
-    """The position of the first token after ``after`` that starts ``word``: a word is a token with the
-    word-start mark ▁ and the pieces that follow it ("▁li" "ons" "," = lions, punctuation aside), or None."""
+    """The position of the first token after ``after`` that starts ``word``: a word is a token with
+    the word-start mark ▁ and the pieces that follow it ("▁li" "ons" "," = lions, punctuation
+    aside), or None."""
     starts = [i for i, token in enumerate(tokens) if token.startswith(("▁", "<"))] + [len(tokens)]  # <s>, </s> alone
     for start, end in pairwise(starts):
         if start > after and "".join(tokens[start:end]).replace("▁", "").strip(".,;:!?").lower() == word.lower():
@@ -335,8 +347,9 @@ def pronoun_attention(enc_weights: np.ndarray, src_tokens: list[str], pronoun: s
     """Encoder self-attention from the pronoun to each candidate noun, per layer and head.
 
     enc_weights (N, h, S, S). Returns {"weights": (len(candidates), N, h), "pronoun": its position,
-    "positions": the candidates' positions, "best": (layer, head) linking the pronoun most to the first
-    (right) candidate, ahead of the others}; None when a word is not a single token of the source."""
+    "positions": the candidates' positions, "best": (layer, head) linking the pronoun most to the
+    first (right) candidate, ahead of the others}; None when a word is not a single token of the
+    source."""
     candidate_positions = [word_position(src_tokens, word) for word in candidates]
     where = word_position(src_tokens, pronoun, max((p for p in candidate_positions if p is not None), default=-1))
     if where is None or None in candidate_positions:
@@ -349,21 +362,22 @@ def pronoun_attention(enc_weights: np.ndarray, src_tokens: list[str], pronoun: s
             "best": (int(best[0]), int(best[1]))}
 
 
-# --- one sentence, everything: what the page's table and ``explain`` print -----------------------------------
+# --- one sentence, everything: what the page's table and ``explain`` print ------------------------
 
 def translation_with_heads_off(ckpt, src_ids: list[int], heads_off) -> tuple[list[int], str]:
-    """The greedy translation of a checkpoint (model, tokenizer, generation settings) with ``heads_off`` off:
-    its IDs and its text, decoded with the same length cap and forbidden tokens as engine.run_sentence."""
+    """The greedy translation of a checkpoint (model, tokenizer, generation settings) with
+    ``heads_off`` off: its IDs and its text, decoded with the same length cap and forbidden tokens
+    as engine.run_sentence."""
     ids = translate_with_heads(ckpt.model, src_ids, heads_off, max_output_length(ckpt.config, len(src_ids)),
                                ckpt.generation.suppress_ids)
     return ids, decode(ckpt.tokenizer, ids)
 
 
 def explanation_rows(run, lens: dict, ig: np.ndarray, gxi: np.ndarray) -> list[dict]:
-    """Per target token of a sentence run (engine.SentenceRun, traced): the token written, its probability,
-    the most-attended source token per decoder layer (cross-attention averaged over the heads), the
-    most-attributed source token by integrated gradients and by gradient × input, and the logit-lens rank
-    of the token after each layer (1: already the top guess)."""
+    """Per target token of a sentence run (engine.SentenceRun, traced): the token written, its
+    probability, the most-attended source token per decoder layer (cross-attention averaged over the
+    heads), the most-attributed source token by integrated gradients and by gradient × input, and
+    the logit-lens rank of the token after each layer (1: already the top guess)."""
     cfg = run.config
     cross = np.stack([run.trace[f"decoder.{i}.cross_attn.weights"][0].numpy().mean(0)
                       for i in range(cfg.N)])  # (N, T, S): each layer's heads averaged

@@ -30,8 +30,8 @@ TYPES = ("previous token", "itself", "first position", "end of source", "same to
 class HeadCard:
     """One head on one sentence: ``scores`` per pattern (NaN where the pattern has no key), the
     entropy share, for cross-attention the share of target positions where its most-attended source
-    token is the most attributed one (NaN for self-attention), the drop of log p(translation) when it
-    alone is off, and its type."""
+    token is the most attributed one (NaN for self-attention), the drop of log p(translation) when
+    it alone is off, and its type."""
 
     name: str
     scores: dict[str, float]
@@ -64,8 +64,8 @@ def pattern_score(weights: np.ndarray, pattern: np.ndarray) -> float:
 
 
 def entropy_share(weights: np.ndarray, allowed: np.ndarray) -> float:
-    """Mean over rows of the entropy of each row as a share of log(keys it may attend to); a row with
-    one key has no choice and is left out (NaN when every row is such)."""
+    """Mean over rows of the entropy of each row as a share of log(keys it may attend to); a row
+    with one key has no choice and is left out (NaN when every row is such)."""
     rows = allowed.sum(-1) > 1
     if not rows.any():
         return float("nan")
@@ -87,8 +87,8 @@ def head_type(scores: dict[str, float], entropy: float) -> str:
 def head_cards(trace, src_ids: list[int], tgt_ids: list[int], cfg, drops: np.ndarray,
                attribution: np.ndarray | None = None) -> list[HeadCard]:
     """Every head's card, in KINDS order, then layer, then head (interpret.ablation.all_heads order,
-    as ``drops`` from explain.heads_run). ``trace``: one sentence's traced forward pass; ``attribution``
-    (T, S): e.g. integrated gradients, for cross-attention's agreement."""
+    as ``drops`` from explain.heads_run). ``trace``: one sentence's traced forward pass;
+    ``attribution`` (T, S): e.g. integrated gradients, for cross-attention's agreement."""
     sides = {"enc": ("encoder", "self_attn", src_ids, src_ids),
              "dec": ("decoder", "self_attn", tgt_ids, tgt_ids),
              "cross": ("decoder", "cross_attn", tgt_ids, src_ids)}

@@ -1,7 +1,8 @@
 """The decoder's residual stream after each layer, and the logit lens that reads it.
 
-The streams are read through hook points on the model's own forward pass (``decoder.{i}.out``), so an
-experiment's other hooks (heads switched off, an embedding replaced) act on them as on the output.
+The streams are read through hook points on the model's own forward pass (``decoder.{i}.out``), so
+an experiment's other hooks (heads switched off, an embedding replaced) act on them as on the
+output.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ def stream_names(N: int) -> list[str]:
 
 
 def lens_logits(model: Transformer, stream: torch.Tensor) -> torch.Tensor:
-    """The model's own last steps applied to a residual stream (B, T, d_model) -> logits (B, T, V): the
-    final LayerNorm where the model has one (Pre-LN), then the (tied) output projection. A Post-LN model
-    has no final LayerNorm (its decoder_norm is the identity): each layer already ends in one (norm3), so
-    every layer's output is normalised as the last one is."""
+    """The model's own last steps applied to a residual stream (B, T, d_model) -> logits (B, T, V):
+    the final LayerNorm where the model has one (Pre-LN), then the (tied) output projection. A
+    Post-LN model has no final LayerNorm (its decoder_norm is the identity): each layer already ends
+    in one (norm3), so every layer's output is normalised as the last one is."""
     return model.project(model.decoder_norm(stream))
 
 
@@ -30,7 +31,8 @@ def decode_streams(model: Transformer, tgt: torch.Tensor, memory: torch.Tensor, 
                    hooks: Hooks | None = None, start_at_layer: int = 0,
                    stream: torch.Tensor | None = None) -> list[torch.Tensor]:
     """The decoder's stream after each layer from ``start_at_layer`` on, each (B, T, d_model), with
-    ``hooks`` acting (``stream``: the stream after layer start_at_layer − 1, see Transformer.decode)."""
+    ``hooks`` acting (``stream``: the stream after layer start_at_layer − 1, see
+    Transformer.decode)."""
     names = stream_names(model.cfg.N)[start_at_layer:]
     recorder = Recorder(names)
     hooks = recorder.hooks() if hooks is None else hooks.merged(recorder.hooks())
@@ -40,13 +42,14 @@ def decode_streams(model: Transformer, tgt: torch.Tensor, memory: torch.Tensor, 
 
 def forward_with_streams(model: Transformer, src: torch.Tensor, tgt: torch.Tensor,
                          hooks: Hooks | None = None) -> tuple[torch.Tensor, list[torch.Tensor]]:
-    """``model(src, tgt)`` with ``hooks`` -> logits (B, T, V) and the decoder's stream after each layer."""
+    """``model(src, tgt)`` with ``hooks`` -> logits (B, T, V) and the decoder's stream
+    after each layer."""
     memory, src_mask = model.encode(src, hooks=hooks)
     streams = decode_streams(model, tgt, memory, src_mask, hooks)
     return lens_logits(model, streams[-1]), streams
 
 
-# --- inside a layer: the stream after each sublayer ---------------------------------------------------
+# --- inside a layer: the stream after each sublayer -----------------------------------------------
 
 SUBLAYERS = ("self_attn", "cross_attn", "ffn")
 
@@ -68,8 +71,8 @@ def sublayer_names(cfg) -> list[tuple[int, str, str]]:
 @torch.no_grad()
 def sublayer_lens(model: Transformer, src: torch.Tensor, tgt: torch.Tensor,
                   predicted: torch.Tensor) -> dict[str, np.ndarray]:
-    """The logit lens after every sublayer of every decoder layer ("was it cross-attention or the FFN
-    that decided?"), for one sentence pair (src (1, S), tgt (1, T)) and the tokens each position
+    """The logit lens after every sublayer of every decoder layer ("was it cross-attention or the
+    FFN that decided?"), for one sentence pair (src (1, S), tgt (1, T)) and the tokens each position
     predicts (T,): "p" and "rank" (N, 3, T) of the predicted token, and "kl" (N, 3, T), the KL
     divergence from the model's output distribution to the lens's, in nats."""
     rows = sublayer_names(model.cfg)

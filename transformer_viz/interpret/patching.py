@@ -215,7 +215,8 @@ class Grids:
 
 
 def head_shares(grids: Grids) -> dict[str, float]:
-    """The heads grid by name ("enc.L.H", "dec.L.H", "cross.L.H", as interpret.ablation spells them)."""
+    """The heads grid by name ("enc.L.H", "dec.L.H", "cross.L.H", as
+    interpret.ablation spells them)."""
     kinds, N, h = grids.heads.shape
     return {str(H.Head(H.KINDS[k], i, j)): float(grids.heads[k, i, j])
             for k in range(kinds) for i in range(N) for j in range(h)}

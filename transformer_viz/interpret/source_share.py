@@ -4,10 +4,10 @@ hallucination (a token that took little from the source) and under-translation (
 no output token used).
 
 The question is Voita, Sennrich and Titov's (2021, "Analyzing the source and target contributions to
-predictions in neural machine translation"), who split relevance by layer-wise relevance propagation;
-here the attributions are integrated gradients (Sundararajan et al., 2017) of the token's
-log-probability f_t = log p(y_t | y_<t, x) with respect to the source embeddings e_s and the target
-prefix embeddings u_j together (baseline: both zero, positions kept), through the hook points
+predictions in neural machine translation"), who split relevance by layer-wise relevance
+propagation; here the attributions are integrated gradients (Sundararajan et al., 2017) of the
+token's log-probability f_t = log p(y_t | y_<t, x) with respect to the source embeddings e_s and the
+target prefix embeddings u_j together (baseline: both zero, positions kept), through the hook points
 ``src.embedding`` and ``tgt.embedding``:
 
     source share_t = Σ_s |IG_t(e_s)| / (Σ_s |IG_t(e_s)| + Σ_{j≤t} |IG_t(u_j)|)
@@ -36,8 +36,8 @@ UNUSED_SOURCE = 0.05
 
 @dataclass
 class SourceShares:
-    """Per written token (T,: the translation's tokens and </s>): its source share; per written token
-    and source token (T, S): the absolute source attributions; and the flags."""
+    """Per written token (T,: the translation's tokens and </s>): its source share; per written
+    token and source token (T, S): the absolute source attributions; and the flags."""
 
     source_share: np.ndarray
     source_attribution: np.ndarray
@@ -67,7 +67,8 @@ def content_tokens(tokens: list[str]) -> np.ndarray:
 
 def source_shares(model: Transformer, src_ids: list[int], tgt_ids: list[int],
                   steps: int = IG_STEPS) -> SourceShares:
-    """The shares of every token the decoder writes when it reads ``tgt_ids`` (<s> + translation)."""
+    """The shares of every token the decoder writes when it reads ``tgt_ids``
+    (<s> + translation)."""
     device = next(model.parameters()).device
     T, S = len(tgt_ids), len(src_ids)
     src = torch.tensor([src_ids], device=device)  # (1, S)
