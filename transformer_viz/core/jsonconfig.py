@@ -8,7 +8,8 @@ import dataclasses
 import json
 from pathlib import Path
 
-MAX_PARAMETERS = 2_000_000_000  # no config may describe a larger model (the paper's "big" one has 213M)
+# No config may describe a larger model (the paper's "big" one has 213M).
+MAX_PARAMETERS = 2_000_000_000
 
 
 class JsonConfig:
@@ -55,7 +56,8 @@ def field_problems(cfg, integers: dict[str, tuple[int, int]], rates: tuple[str, 
             problems.append(f"{name} must be a number in [0, 1), not {value!r}")
     for name in positive:
         value = getattr(cfg, name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value < float("inf"):
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or not 0.0 < value < float("inf")):
             problems.append(f"{name} must be a positive number, not {value!r}")
     for name in flags:
         if not isinstance(getattr(cfg, name), bool):
@@ -67,6 +69,7 @@ def check_size(problems: list[str], estimate: int) -> None:
     """Add a problem when the parameter ``estimate`` is over MAX_PARAMETERS;
     raise when there are any."""
     if not problems and estimate > MAX_PARAMETERS:
-        problems.append(f"the model would have about {estimate:,} parameters, more than {MAX_PARAMETERS:,}")
+        problems.append(f"the model would have about {estimate:,} parameters, "
+                        f"more than {MAX_PARAMETERS:,}")
     if problems:
         raise ValueError("; ".join(problems))

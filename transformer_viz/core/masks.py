@@ -15,7 +15,8 @@ def padding_mask(token_ids: torch.Tensor, pad_id: int) -> torch.Tensor:
 
 def causal_mask(length: int, device: torch.device | str | None = None) -> torch.Tensor:
     """Position t may attend to positions <= t (no peeking at later words). -> (1, 1, T, T)."""
-    return torch.ones(length, length, dtype=torch.bool, device=device).tril()[None, None]  # (1, 1, T, T)
+    return torch.ones(length, length, dtype=torch.bool,
+                      device=device).tril()[None, None]  # (1, 1, T, T)
 
 
 def target_mask(token_ids: torch.Tensor, pad_id: int, causal: bool = True) -> torch.Tensor:

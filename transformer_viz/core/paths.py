@@ -14,8 +14,10 @@ import sys
 import sysconfig
 from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]  # transformer_viz/core/paths.py -> the repository
-INSTALLED_CHECKPOINTS = Path("share") / "transformer-viz" / "checkpoints"  # relative to an install prefix
+# transformer_viz/core/paths.py -> the repository
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# relative to an install prefix
+INSTALLED_CHECKPOINTS = Path("share") / "transformer-viz" / "checkpoints"
 
 
 def checkpoint_dir_candidates() -> list[Path]:
@@ -23,13 +25,15 @@ def checkpoint_dir_candidates() -> list[Path]:
     directory of each prefix a wheel may have been installed into (the environment's, the
     user's)."""
     prefixes = [sys.prefix, sysconfig.get_path("data"), getattr(site, "USER_BASE", None) or ""]
-    return [PROJECT_ROOT / "checkpoints"] + [Path(p) / INSTALLED_CHECKPOINTS for p in dict.fromkeys(prefixes) if p]
+    return [PROJECT_ROOT / "checkpoints"] + [Path(p) / INSTALLED_CHECKPOINTS
+                                             for p in dict.fromkeys(prefixes) if p]
 
 
 def find_checkpoints_dir() -> Path:
     """The first candidate that exists; else the repository's path,
     so that a message names where they belong."""
-    return next((p for p in checkpoint_dir_candidates() if p.is_dir()), PROJECT_ROOT / "checkpoints")
+    return next((p for p in checkpoint_dir_candidates() if p.is_dir()),
+                PROJECT_ROOT / "checkpoints")
 
 
 CHECKPOINTS_DIR = find_checkpoints_dir()

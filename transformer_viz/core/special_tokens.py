@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-SPECIAL_TOKENS = {"pad_token": "<pad>", "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
+SPECIAL_TOKENS = {"pad_token": "<pad>", "bos_token": "<s>", "eos_token": "</s>",
+                  "unk_token": "<unk>"}
 # IDs fixed by training order (the tokenizer's trainer checks them); ModelConfig's pad_id, bos_id,
 # eos_id and unk_id default to them.
 PAD, BOS, EOS, UNK = 0, 1, 2, 3

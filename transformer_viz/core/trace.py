@@ -45,7 +45,8 @@ class Trace:
         try:
             tensor = self._tensors[name]
         except KeyError:
-            raise KeyError(f"{name!r} was not recorded; see docs/trace_names.md for the names") from None
+            raise KeyError(f"{name!r} was not recorded; "
+                           "see docs/trace_names.md for the names") from None
         if tensor.is_floating_point() and tensor.dtype != torch.float32:
             # A bfloat16 model's tensors are handed out as float32 (numpy and the plots need it),
             # converted on first use rather than while recording, which would slow every traced
