@@ -34,7 +34,8 @@ class SentenceRun:
     decoding: DecodeResult
     trace: Trace | None
     config: ModelConfig
-    messages: list[str] = field(default_factory=list)  # what the user should be told (cleaning, cuts, <unk>)
+    # what the user should be told (cleaning, cuts, <unk>)
+    messages: list[str] = field(default_factory=list)
 
     @property
     def predicted_ids(self) -> list[int]:
@@ -43,7 +44,8 @@ class SentenceRun:
 
 
 @torch.no_grad()
-def traced_forward(model: Transformer, src_ids: list[int], tgt_ids: list[int], causal: bool = True) -> Trace:
+def traced_forward(model: Transformer, src_ids: list[int], tgt_ids: list[int],
+                   causal: bool = True) -> Trace:
     """Teacher-forced forward of one sentence pair, recording every intermediate tensor."""
     device = next(model.parameters()).device
     trace = Trace()
@@ -54,9 +56,10 @@ def traced_forward(model: Transformer, src_ids: list[int], tgt_ids: list[int], c
 
 
 @torch.no_grad()
-def run_sentence(ckpt: Checkpoint, text: str, beam_size: int = 1, trace: bool = True, causal: bool = True,
-                 top_k: int = 10, max_output: int | None = None, alpha: float | None = None,
-                 max_loop_repeats: int | None = None, forced_prefix: list[int] | None = None) -> SentenceRun:
+def run_sentence(ckpt: Checkpoint, text: str, beam_size: int = 1, trace: bool = True,
+                 causal: bool = True, top_k: int = 10, max_output: int | None = None,
+                 alpha: float | None = None, max_loop_repeats: int | None = None,
+                 forced_prefix: list[int] | None = None) -> SentenceRun:
     """Clean and tokenize ``text``, translate it, and trace the forward pass over the translation.
 
     ``alpha`` and ``max_loop_repeats`` (the repetition guard) default to the checkpoint's decoding
@@ -75,7 +78,8 @@ def run_sentence(ckpt: Checkpoint, text: str, beam_size: int = 1, trace: bool = 
     # decoding, which the pages show step by step, keeps the model's own choices unless a guard is
     # asked for.
     repeats = (max_loop_repeats or 0) if beam_size <= 1 else max_loop_repeats
-    config = ckpt.generation.override(num_beams=max(beam_size, 1), length_penalty=alpha, max_loop_repeats=repeats)
+    config = ckpt.generation.override(num_beams=max(beam_size, 1), length_penalty=alpha,
+                                      max_loop_repeats=repeats)
     result = generate(model, src, config, max_len=max_output, top_k=top_k,
                       forced_prefix=forced_prefix if beam_size <= 1 else None)
     generated = result.tokens[0][: cfg.max_len - 1]  # <s> + generated must fit the positions
@@ -104,7 +108,8 @@ def retraced(ckpt: Checkpoint, run: SentenceRun, causal: bool = True) -> Sentenc
 
 
 EXAMPLE_SENTENCE = "Ein Mann fährt mit dem Fahrrad durch die Stadt."
-RANDOM_EXTRA_TARGET = 2  # the random model's 'translation' is this much longer than its source: T = S + 2
+# the random model's 'translation' is this much longer than its source: T = S + 2
+RANDOM_EXTRA_TARGET = 2
 
 
 @functools.lru_cache(maxsize=2)
@@ -118,7 +123,8 @@ def _random_model(config_name: str, seed: int) -> Transformer:
     return model
 
 
-def random_model_run(config_name: str = "base", sentence: str | None = None, seed: int = 0) -> SentenceRun:
+def random_model_run(config_name: str = "base", sentence: str | None = None,
+                     seed: int = 0) -> SentenceRun:
     """Trace a randomly initialised model of a preset config (no trained weights needed).
 
     Words are mapped to IDs by a hash (there is no trained vocabulary), and the 'translation' is
@@ -128,14 +134,17 @@ def random_model_run(config_name: str = "base", sentence: str | None = None, see
     model = _random_model(config_name, seed)
     cfg = model.cfg
     words = (sentence or EXAMPLE_SENTENCE).split()[: cfg.max_len - 1 - RANDOM_EXTRA_TARGET] or ["."]
-    src_ids = [4 + zlib.crc32(w.encode()) % (cfg.vocab_size - 4) for w in words] + [EOS]  # S = words + 1
+    # S = words + 1
+    src_ids = [4 + zlib.crc32(w.encode()) % (cfg.vocab_size - 4) for w in words] + [EOS]
     n_out = len(words) + RANDOM_EXTRA_TARGET
-    tgt_ids = [BOS] + [4 + (i * 7919) % (cfg.vocab_size - 4) for i in range(n_out)]  # T = S + RANDOM_EXTRA_TARGET
+    # T = S + RANDOM_EXTRA_TARGET
+    tgt_ids = [BOS] + [4 + (i * 7919) % (cfg.vocab_size - 4) for i in range(n_out)]
     trace = traced_forward(model, src_ids, tgt_ids)
     tokens = words + ["</s>"]
     empty = DecodeResult([tgt_ids[1:]], [0.0], [], "none")
-    return SentenceRun(" ".join(words), src_ids, tokens, tgt_ids, ["<s>"] + [f"y{i}" for i in range(n_out)],
-                       "", empty, trace, cfg, ["random weights: only the shapes are meaningful"])
+    return SentenceRun(" ".join(words), src_ids, tokens, tgt_ids,
+                       ["<s>"] + [f"y{i}" for i in range(n_out)], "", empty, trace, cfg,
+                       ["random weights: only the shapes are meaningful"])
 
 
 def random_model_parameters(config_name: str = "base", seed: int = 0) -> int:
@@ -144,7 +153,8 @@ def random_model_parameters(config_name: str = "base", seed: int = 0) -> int:
 
 
 @torch.no_grad()
-def batch_trace(ckpt: Checkpoint, sentences: list[str]) -> tuple[Trace, list[list[str]], list[list[str]]]:
+def batch_trace(ckpt: Checkpoint,
+                sentences: list[str]) -> tuple[Trace, list[list[str]], list[list[str]]]:
     """Translate each sentence greedily on its own, then run ONE traced, teacher-forced forward over
     the padded batch: sources (B, S_max) and targets <s> + translation (B, T_max), filled with
     <pad>.
@@ -196,20 +206,26 @@ def batch_differences(trace: Trace, src_tokens: list[list[str]], tgt_tokens: lis
         same_target = single.tgt_ids == trace["tgt.token_ids"][b, :T_b].tolist()
         # weights (B, h, L_q, S): the largest weight of any query and head on each key, then on row
         # b's <pad> keys
-        pad_weight = max(float(trace[f"{side}.{n}.{kind}.weights"][b].numpy().max(axis=(0, 1))[pad_keys[b]]
-                               .max(initial=0.0))
-                         for n in range(cfg.N) for side, kind in (("encoder", "self_attn"), ("decoder", "cross_attn")))
-        encoder_diff = float((trace["encoder.out"][b, :S_b] - single.trace["encoder.out"][0]).abs().max())
-        decoder_diff = (float((trace["decoder.out"][b, :T_b] - single.trace["decoder.out"][0]).abs().max())
-                        if same_target else float("nan"))  # another target: the decoder outputs do not compare
-        checks.append({"pad_weight": pad_weight, "same_target": same_target, "encoder_diff": encoder_diff,
-                       "decoder_diff": decoder_diff, "matches": pad_weight == 0.0 and same_target
+        pad_weight = max(float(trace[f"{side}.{n}.{kind}.weights"][b].numpy()
+                               .max(axis=(0, 1))[pad_keys[b]].max(initial=0.0))
+                         for n in range(cfg.N)
+                         for side, kind in (("encoder", "self_attn"), ("decoder", "cross_attn")))
+        encoder_diff = float((trace["encoder.out"][b, :S_b]
+                              - single.trace["encoder.out"][0]).abs().max())
+        # another target: the decoder outputs do not compare
+        decoder_diff = (float((trace["decoder.out"][b, :T_b]
+                               - single.trace["decoder.out"][0]).abs().max())
+                        if same_target else float("nan"))
+        checks.append({"pad_weight": pad_weight, "same_target": same_target,
+                       "encoder_diff": encoder_diff, "decoder_diff": decoder_diff,
+                       "matches": pad_weight == 0.0 and same_target
                        and encoder_diff <= atol and decoder_diff <= atol})
     return checks
 
 
 @torch.no_grad()
-def teacher_forced_logits(ckpt: Checkpoint, text: str, target_text: str) -> tuple[list[int], list[int], torch.Tensor]:
+def teacher_forced_logits(ckpt: Checkpoint, text: str,
+                          target_text: str) -> tuple[list[int], list[int], torch.Tensor]:
     """Teacher forcing on a given target (e.g. a reference translation), as in training.
 
     The target is tokenized like a source (ending in </s>): that is the expected output y_1 … y_n
@@ -221,12 +237,14 @@ def teacher_forced_logits(ckpt: Checkpoint, text: str, target_text: str) -> tupl
     src_ids = encode_source(tokenizer, text, max_tokens=cfg.max_len).ids
     expected = encode_source(tokenizer, target_text, max_tokens=cfg.max_len).ids
     decoder_input = [cfg.bos_id] + expected[:-1]
-    logits = model(torch.tensor([src_ids], device=device), torch.tensor([decoder_input], device=device))
+    logits = model(torch.tensor([src_ids], device=device),
+                   torch.tensor([decoder_input], device=device))
     return decoder_input, expected, logits[0].float().cpu()  # (T, V)
 
 
 @torch.no_grad()
-def teacher_forcing_losses(logits: torch.Tensor, expected_ids: list[int], smoothing: float, pad_id: int) -> dict:
+def teacher_forcing_losses(logits: torch.Tensor, expected_ids: list[int], smoothing: float,
+                           pad_id: int) -> dict:
     """The loss of one teacher-forced sentence as training computes it. logits (T, V); expected_ids
     (T,), the target shifted left (what each position must predict).
 
@@ -239,7 +257,8 @@ def teacher_forcing_losses(logits: torch.Tensor, expected_ids: list[int], smooth
     target = torch.as_tensor(expected_ids, dtype=torch.long)  # (T,)
     nll = F.cross_entropy(logits, target, reduction="none")  # (T,)
     smoothed = label_smoothed_loss(logits[None], target[None], smoothing, pad_id)
-    return {"p": torch.exp(-nll).numpy(), "nll": nll.numpy(), "ce": float(nll.mean()), "smoothed": float(smoothed)}
+    return {"p": torch.exp(-nll).numpy(), "nll": nll.numpy(), "ce": float(nll.mean()),
+            "smoothed": float(smoothed)}
 
 
 @torch.no_grad()
@@ -271,7 +290,8 @@ class PromptRun:
     prompt: str  # the prompt as typed
     completion: Completion  # every step's logits, the settings, why it stopped
     text: str  # prompt + continuation, special tokens dropped
-    ids: list[int]  # the traced sequence: <s> + prompt + continuation (a final </s> not included: nothing reads it)
+    # the traced sequence: <s> + prompt + continuation (a final </s> not included: nothing reads it)
+    ids: list[int]
     tokens: list[str]
     trace: Trace | None
     config: object  # models.gpt.GPTConfig
@@ -283,15 +303,20 @@ class PromptRun:
 
 
 @torch.no_grad()
-def run_prompt(ckpt: Checkpoint, prompt: str, settings: SamplingSettings, trace: bool = True) -> PromptRun:
+def run_prompt(ckpt: Checkpoint, prompt: str, settings: SamplingSettings,
+               trace: bool = True) -> PromptRun:
     """Complete ``prompt`` with a decoder-only checkpoint, then trace one forward pass over <s> +
     prompt + continuation: thanks to the causal mask, row t of every traced tensor is what the model
     computed when it chose token t + 1. Raises InputError for a prompt that cannot be run
     (empty)."""
     completion, text = complete_text(ckpt.model, ckpt.tokenizer, prompt, settings)
-    ids = completion.ids[:-1] if completion.new_ids and completion.new_ids[-1] == ckpt.config.eos_id else completion.ids
+    ids = (completion.ids[:-1]
+           if completion.new_ids and completion.new_ids[-1] == ckpt.config.eos_id
+           else completion.ids)
     run_trace = None
     if trace:
         run_trace = Trace()
-        ckpt.model(torch.tensor([ids], device=next(ckpt.model.parameters()).device), trace=run_trace)
-    return PromptRun(prompt, completion, text, ids, ckpt.tokenizer.convert_ids_to_tokens(ids), run_trace, ckpt.config)
+        ckpt.model(torch.tensor([ids], device=next(ckpt.model.parameters()).device),
+                   trace=run_trace)
+    return PromptRun(prompt, completion, text, ids, ckpt.tokenizer.convert_ids_to_tokens(ids),
+                     run_trace, ckpt.config)
