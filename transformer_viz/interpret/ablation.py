@@ -19,7 +19,8 @@ from transformer_viz.core.hooks import Hooks
 
 # Where a head sits: encoder self-attention, decoder (masked) self-attention, or cross-attention.
 KINDS = ("enc", "dec", "cross")
-KIND_NAMES = {"enc": "encoder self-attention", "dec": "decoder self-attention", "cross": "cross-attention"}
+KIND_NAMES = {"enc": "encoder self-attention", "dec": "decoder self-attention",
+              "cross": "cross-attention"}
 
 
 @dataclass(frozen=True, order=True)
@@ -54,20 +55,23 @@ def parse_heads(spec: str | Iterable[str], cfg) -> list[Head]:
             continue
         parts = name.split(".")
         if len(parts) != 3 or parts[0] not in KINDS or not all(p.isdigit() for p in parts[1:]):
-            raise ValueError(f"{name!r} is not a head: write KIND.LAYER.HEAD with KIND one of {', '.join(KINDS)}, "
-                             f"e.g. cross.0.3")
+            raise ValueError(f"{name!r} is not a head: write KIND.LAYER.HEAD with KIND one of "
+                             f"{', '.join(KINDS)}, e.g. cross.0.3")
         head = Head(parts[0], int(parts[1]), int(parts[2]))
         if head.layer >= cfg.N or head.head >= cfg.h:
-            raise ValueError(f"{name!r} is outside the model: layers 0–{cfg.N - 1}, heads 0–{cfg.h - 1}")
+            raise ValueError(f"{name!r} is outside the model: layers 0–{cfg.N - 1}, "
+                             f"heads 0–{cfg.h - 1}")
         heads.add(head)
     return sorted(heads)
 
 
-def keep_mask(cfg, rows: list[Iterable[Head]], device=None, dtype=torch.float32) -> dict[str, torch.Tensor]:
+def keep_mask(cfg, rows: list[Iterable[Head]], device=None,
+              dtype=torch.float32) -> dict[str, torch.Tensor]:
     """The kept heads of each batch row (``rows``: the heads switched off in that row): per kind a
     tensor (B, N, h) of ones with 0 where a head is off. One row serves a whole batch by
     broadcasting."""
-    keep = {kind: torch.ones(len(rows), cfg.N, cfg.h, device=device, dtype=dtype) for kind in KINDS}  # (B, N, h)
+    keep = {kind: torch.ones(len(rows), cfg.N, cfg.h, device=device, dtype=dtype)  # (B, N, h)
+            for kind in KINDS}
     for b, off in enumerate(rows):
         for head in off:
             keep[head.kind][b, head.layer, head.head] = 0.0
@@ -75,7 +79,8 @@ def keep_mask(cfg, rows: list[Iterable[Head]], device=None, dtype=torch.float32)
 
 
 # Where each kind of head sits in the model: its attention's hook-point prefix for layer i.
-_PREFIX = {"enc": "encoder.{}.self_attn", "dec": "decoder.{}.self_attn", "cross": "decoder.{}.cross_attn"}
+_PREFIX = {"enc": "encoder.{}.self_attn", "dec": "decoder.{}.self_attn",
+           "cross": "decoder.{}.cross_attn"}
 
 
 def heads_point(kind: str, layer: int) -> str:

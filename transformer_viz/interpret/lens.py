@@ -27,8 +27,8 @@ def lens_logits(model: Transformer, stream: torch.Tensor) -> torch.Tensor:
     return model.project(model.decoder_norm(stream))
 
 
-def decode_streams(model: Transformer, tgt: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
-                   hooks: Hooks | None = None, start_at_layer: int = 0,
+def decode_streams(model: Transformer, tgt: torch.Tensor, memory: torch.Tensor,
+                   src_mask: torch.Tensor, hooks: Hooks | None = None, start_at_layer: int = 0,
                    stream: torch.Tensor | None = None) -> list[torch.Tensor]:
     """The decoder's stream after each layer from ``start_at_layer`` on, each (B, T, d_model), with
     ``hooks`` acting (``stream``: the stream after layer start_at_layer − 1, see
@@ -61,7 +61,8 @@ def sublayer_names(cfg) -> list[tuple[int, str, str]]:
     rows = []
     for i in range(cfg.N):
         if cfg.pre_ln:
-            names = [f"decoder.{i}.norm2.residual", f"decoder.{i}.norm3.residual", f"decoder.{i}.out"]
+            names = [f"decoder.{i}.norm2.residual", f"decoder.{i}.norm3.residual",
+                     f"decoder.{i}.out"]
         else:
             names = [f"decoder.{i}.norm{k}.out" for k in (1, 2, 3)]
         rows += [(i, sublayer, name) for sublayer, name in zip(SUBLAYERS, names)]

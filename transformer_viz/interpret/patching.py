@@ -384,11 +384,11 @@ def summary_text(p: Patching, weak: float = 0.1) -> str:
         moved = (f", which hands it on to “{word(p.src_tokens[last])}” by encoder layer {k} "
                  f"({g.encoder[k, last]:.0%})")
     cross = g.heads[H.KINDS.index("cross")]  # (N, h)
-    l, j = np.unravel_index(int(np.argmax(cross)), cross.shape)
-    read = (f"read by cross-attention head {l}.{j} (restores {cross[l, j]:.0%})"
-            if cross[l, j] >= weak else
-            f"and no single cross-attention head carries it (the strongest, {l}.{j}, restores "
-            f"{cross[l, j]:.0%})")
+    i, j = np.unravel_index(int(np.argmax(cross)), cross.shape)
+    read = (f"read by cross-attention head {i}.{j} (restores {cross[i, j]:.0%})"
+            if cross[i, j] >= weak else
+            f"and no single cross-attention head carries it (the strongest, {i}.{j}, restores "
+            f"{cross[i, j]:.0%})")
     stream = ", ".join(f"{share:.0%}" for share in g.decoder[:, p.position])
     return (f"“{word(p.clean_token)}” rather than “{word(p.corrupted_token)}” at position "
             f"{p.position} is decided by “{word(p.src_tokens[first])}” at encoder layer 0 "

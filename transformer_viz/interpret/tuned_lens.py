@@ -68,7 +68,8 @@ def layer_kl(model: Transformer, lens: TunedLens | None, batch) -> tuple[torch.T
     return torch.stack(kls), int(real.sum())
 
 
-def mean_kl(model: Transformer, lens: TunedLens | None, examples, batch_size: int = 32) -> list[float]:
+def mean_kl(model: Transformer, lens: TunedLens | None, examples,
+            batch_size: int = 32) -> list[float]:
     """Mean KL per layer over ``examples`` (source IDs, target IDs) pairs, in nats."""
     total, count = torch.zeros(model.cfg.N), 0
     for batch in _batches(examples, batch_size, model.cfg, seed=0):
