@@ -61,7 +61,8 @@ def _token_logp(logits: torch.Tensor, predicted: torch.Tensor) -> torch.Tensor:
     position, (B, T), in float32 or wider (one pass over the logits: the full log-softmax is never
     needed)."""
     logits = logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits
-    return logits.gather(-1, predicted.expand(logits.size(0), -1)[..., None])[..., 0] - logits.logsumexp(-1)
+    return (logits.gather(-1, predicted.expand(logits.size(0), -1)[..., None])[..., 0]
+            - logits.logsumexp(-1))
 
 
 # --- switching heads off --------------------------------------------------------------------------
@@ -83,7 +84,8 @@ class HeadsRun:
 
 
 @torch.no_grad()
-def heads_run(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=(), top_k: int = 5) -> HeadsRun:
+def heads_run(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=(),
+              top_k: int = 5) -> HeadsRun:
     """Everything the ablation bars and the logit lens need, in ONE batched forward pass: row 0 with
     every head on, row 1 with ``heads_off`` off, and one row per head with that head alone off."""
     cfg = model.cfg
@@ -91,7 +93,8 @@ def heads_run(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_
     rows = [[], list(heads_off)] + [[head] for head in every]
     src, tgt, predicted = _pair(model, src_ids, tgt_ids, len(rows))
     keep = H.keep_mask(cfg, rows, _device(model), next(model.parameters()).dtype)
-    final, base = _final_streams(model, src, tgt, keep, rows)  # (R, T, d_model), N × (1, T, d_model)
+    # (R, T, d_model), N × (1, T, d_model)
+    final, base = _final_streams(model, src, tgt, keep, rows)
     f = _token_logp(lens_logits(model, final), predicted)  # (R, T)
     total = f.sum(-1)  # (R,) log p(translation)
     lens = lens_numbers(model, base, predicted, top_k)
@@ -110,11 +113,13 @@ def _final_streams(model: Transformer, src, tgt, keep: dict, rows: list[list]) -
     memory, src_mask = model.encode(src[:len(enc_keep)], hooks=H.ablation_hooks({"enc": enc_keep}))
     memory, src_mask = memory[which], src_mask[which]  # (R, S, d_model), (R, 1, 1, S)
     N = model.cfg.N
-    start = torch.tensor([0 if any(h.kind == "enc" for h in off) else min((h.layer for h in off), default=N)
-                          for off in rows])  # (R,): the first layer the row computes differently from row 0
+    # (R,): the first layer the row computes differently from row 0
+    start = torch.tensor([0 if any(h.kind == "enc" for h in off)
+                          else min((h.layer for h in off), default=N) for off in rows])
     start[0] = 0  # row 0 itself, every head on: all layers, the others start from its streams
     base = decode_streams(model, tgt[:1], memory[:1], src_mask[:1])  # N × (1, T, d_model)
-    final = base[-1].expand(len(rows), -1, -1).clone()  # (R, T, d_model): rows with nothing off keep row 0's
+    # (R, T, d_model): rows with nothing off keep row 0's
+    final = base[-1].expand(len(rows), -1, -1).clone()
     for layer in range(N):
         group = (start == layer).nonzero()[:, 0]
         group = group[group > 0]
@@ -122,8 +127,8 @@ def _final_streams(model: Transformer, src, tgt, keep: dict, rows: list[list]) -
             continue
         g_keep = {kind: k[group] for kind, k in keep.items()}
         y = None if layer == 0 else base[layer - 1].expand(len(group), -1, -1)
-        streams = decode_streams(model, tgt[group], memory[group], src_mask[group], H.ablation_hooks(g_keep),
-                                 layer, y)
+        streams = decode_streams(model, tgt[group], memory[group], src_mask[group],
+                                 H.ablation_hooks(g_keep), layer, y)
         final[group] = streams[-1]
     return final, base
 
@@ -134,7 +139,8 @@ def drop_grid(run: HeadsRun, cfg) -> np.ndarray:
 
 
 @torch.no_grad()
-def head_drops_one_at_a_time(model: Transformer, src_ids: list[int], tgt_ids: list[int]) -> np.ndarray:
+def head_drops_one_at_a_time(model: Transformer, src_ids: list[int],
+                             tgt_ids: list[int]) -> np.ndarray:
     """The same drops as :func:`heads_run`, one forward pass per head: slow, the reference the test
     compares the batched pass with."""
     src, tgt, predicted = _pair(model, src_ids, tgt_ids)
@@ -165,16 +171,16 @@ def most_important_text(run: HeadsRun, top: int = 3) -> str:
     order = np.argsort(-run.drops)[:top]
     named = [f"**{run.heads[i]}** ({run.heads[i].label}: −{run.drops[i]:.2f} nats)" for i in order]
     harmless = int((np.abs(run.drops) < 0.05).sum())
-    return (f"For this sentence the heads that matter most are {', '.join(named)}: switching one of them off "
-            f"costs the translation that much log-probability. {harmless} of the {len(run.drops)} heads change it "
-            f"by less than 0.05 nats.")
+    return (f"For this sentence the heads that matter most are {', '.join(named)}: switching one "
+            f"of them off costs the translation that much log-probability. {harmless} of the "
+            f"{len(run.drops)} heads change it by less than 0.05 nats.")
 
 
 # --- the logit lens -------------------------------------------------------------------------------
 
 @torch.no_grad()
-def lens_numbers(model: Transformer, streams: list[torch.Tensor], predicted: torch.Tensor, top_k: int = 5,
-                 final_norm: bool = True) -> dict[str, np.ndarray]:
+def lens_numbers(model: Transformer, streams: list[torch.Tensor], predicted: torch.Tensor,
+                 top_k: int = 5, final_norm: bool = True) -> dict[str, np.ndarray]:
     """The decoder's guess after each layer, per target position: top_ids and top_probs (N, T, k),
     and the rank (1 = most probable) and probability of the token finally written, rank and p
     (N, T).
@@ -201,19 +207,21 @@ def logit_lens(model: Transformer, src_ids: list[int], tgt_ids: list[int], top_k
     src, tgt, predicted = _pair(model, src_ids, tgt_ids)
     _, streams = forward_with_streams(model, src, tgt)
     out = lens_numbers(model, streams, predicted, top_k, final_norm)
-    out["probs"] = torch.stack([torch.softmax((lens_logits(model, s) if final_norm else model.project(s))[0]
-                                              .float(), -1) for s in streams]).cpu().numpy()
+    out["probs"] = torch.stack([
+        torch.softmax((lens_logits(model, s) if final_norm else model.project(s))[0].float(), -1)
+        for s in streams]).cpu().numpy()
     return out
 
 
 LENS_NOTE = {
-    False: "This model is **Post-LN** (the paper's): every layer ends in LayerNorm(x + Sublayer(x)), so the stream "
-           "after each layer is already normalised like the last one, and the lens applies only the tied output "
-           "projection and the softmax. The model has no final LayerNorm to borrow.",
-    True: "This model is **Pre-LN**: the stream between layers is never normalised (x + Sublayer(LayerNorm(x))), "
-          "and only the final LayerNorm makes the last layer's stream readable. The lens borrows that final "
-          "LayerNorm for every layer; without it (the second view) early layers' guesses are distorted by the "
-          "stream's growing scale.",
+    False: "This model is **Post-LN** (the paper's): every layer ends in "
+           "LayerNorm(x + Sublayer(x)), so the stream after each layer is already normalised like "
+           "the last one, and the lens applies only the tied output projection and the softmax. "
+           "The model has no final LayerNorm to borrow.",
+    True: "This model is **Pre-LN**: the stream between layers is never normalised "
+          "(x + Sublayer(LayerNorm(x))), and only the final LayerNorm makes the last layer's "
+          "stream readable. The lens borrows that final LayerNorm for every layer; without it (the "
+          "second view) early layers' guesses are distorted by the stream's growing scale.",
 }
 
 
@@ -231,7 +239,8 @@ def _embedding_hooks(embedding: torch.Tensor) -> Hooks:
     return Hooks({"src.embedding": lambda _, name: embedding})
 
 
-def _gradients(model: Transformer, src_ids: list[int], tgt_ids: list[int], alphas, weights) -> tuple:
+def _gradients(model: Transformer, src_ids: list[int], tgt_ids: list[int], alphas,
+               weights) -> tuple:
     """Σ_k w_k ∂f_t/∂e(α_k e) for every target position t, in ONE forward and backward pass over a
     batch of (steps × T) rows: row (k, t) runs the scaled embedding α_k e and keeps only its
     position t's f_t, so its gradient is that of f_t alone. -> gradients (T, S, d_model),
@@ -315,23 +324,31 @@ def argmax_agreement(cross_weights: np.ndarray, attribution: np.ndarray) -> dict
 # The lecture's sentences (text/lecture_sentences.py) per source language: the pronoun and the nouns
 # it may refer to, the right one first.
 COREFERENCE = {
-    "en": {"The animal didn't cross the street because it was too tired.": ("it", ("animal", "street")),
-           "The animal didn't cross the street because it was too wide.": ("it", ("street", "animal")),
-           "The kids were scared of the lions, so they left right away.": ("they", ("kids", "lions"))},
+    "en": {"The animal didn't cross the street because it was too tired.":
+            ("it", ("animal", "street")),
+           "The animal didn't cross the street because it was too wide.":
+            ("it", ("street", "animal")),
+           "The kids were scared of the lions, so they left right away.":
+            ("they", ("kids", "lions"))},
     "de": {"Das Tier überquerte die Straße nicht, weil es zu müde war.": ("es", ("Tier", "Straße")),
-           "Das Tier überquerte die Straße nicht, weil sie zu breit war.": ("sie", ("Straße", "Tier")),
-           "Die Kinder hatten Angst vor den Löwen, also gingen sie sofort.": ("sie", ("Kinder", "Löwen"))},
+           "Das Tier überquerte die Straße nicht, weil sie zu breit war.":
+            ("sie", ("Straße", "Tier")),
+           "Die Kinder hatten Angst vor den Löwen, also gingen sie sofort.":
+            ("sie", ("Kinder", "Löwen"))},
 }
-PRONOUNS = {"de": ("es", "sie", "er"), "en": ("it", "they", "he", "she")}  # what a translation's pronoun may be
+# what a translation's pronoun may be
+PRONOUNS = {"de": ("es", "sie", "er"), "en": ("it", "they", "he", "she")}
 
 
 def word_position(tokens: list[str], word: str, after: int = -1) -> int | None:
     """The position of the first token after ``after`` that starts ``word``: a word is a token with
     the word-start mark ▁ and the pieces that follow it ("▁li" "ons" "," = lions, punctuation
     aside), or None."""
-    starts = [i for i, token in enumerate(tokens) if token.startswith(("▁", "<"))] + [len(tokens)]  # <s>, </s> alone
+    # <s>, </s> alone
+    starts = [i for i, token in enumerate(tokens) if token.startswith(("▁", "<"))] + [len(tokens)]
     for start, end in pairwise(starts):
-        if start > after and "".join(tokens[start:end]).replace("▁", "").strip(".,;:!?").lower() == word.lower():
+        if (start > after and "".join(tokens[start:end]).replace("▁", "").strip(".,;:!?").lower()
+                == word.lower()):
             return start
     return None
 
@@ -351,12 +368,14 @@ def pronoun_attention(enc_weights: np.ndarray, src_tokens: list[str], pronoun: s
     first (right) candidate, ahead of the others}; None when a word is not a single token of the
     source."""
     candidate_positions = [word_position(src_tokens, word) for word in candidates]
-    where = word_position(src_tokens, pronoun, max((p for p in candidate_positions if p is not None), default=-1))
+    where = word_position(src_tokens, pronoun,
+                          max((p for p in candidate_positions if p is not None), default=-1))
     if where is None or None in candidate_positions:
         return None
     weights = np.asarray(enc_weights)[:, :, where, candidate_positions]  # (N, h, C)
     weights = np.moveaxis(weights, -1, 0)  # (C, N, h)
-    margin = weights[0] - weights[1:].max(0)  # (N, h): the right noun's lead over the best wrong one
+    # (N, h): the right noun's lead over the best wrong one
+    margin = weights[0] - weights[1:].max(0)
     best = np.unravel_index(int(margin.argmax()), margin.shape)
     return {"weights": weights, "pronoun": where, "positions": candidate_positions,
             "best": (int(best[0]), int(best[1]))}
@@ -368,7 +387,8 @@ def translation_with_heads_off(ckpt, src_ids: list[int], heads_off) -> tuple[lis
     """The greedy translation of a checkpoint (model, tokenizer, generation settings) with
     ``heads_off`` off: its IDs and its text, decoded with the same length cap and forbidden tokens
     as engine.run_sentence."""
-    ids = translate_with_heads(ckpt.model, src_ids, heads_off, max_output_length(ckpt.config, len(src_ids)),
+    ids = translate_with_heads(ckpt.model, src_ids, heads_off,
+                               max_output_length(ckpt.config, len(src_ids)),
                                ckpt.generation.suppress_ids)
     return ids, decode(ckpt.tokenizer, ids)
 
