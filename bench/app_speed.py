@@ -1,9 +1,9 @@
 """How fast is the app? Four measurements, printed as tables:
 
-(a) rerun    server-side rerun time of every page (streamlit.testing.v1.AppTest, in this process) for a
-             sentence of ~20 source tokens, with the model and the sentence's run already cached:
-             each page runs once to warm the caches, then --reruns timed reruns; the median is reported.
-             Target: <= 200 ms per page.
+(a) rerun    server-side rerun time of every page (streamlit.testing.v1.AppTest, in this process)
+             for a sentence of ~20 source tokens, with the model and the sentence's run already
+             cached: each page runs once to warm the caches, then --reruns timed reruns; the median
+             is reported. Target: <= 200 ms per page.
 (b) cold     from launching `streamlit run app.py` to the first page with all its charts drawn in
              headless Chromium. Target: <= 10 s.
 (c) memory   resident memory (VmRSS, the server process and its children) after every page has been
@@ -37,7 +37,8 @@ from tests.support.browser import (CHECKPOINTS_ENV, CHROMIUM, CHROMIUM_ARGS, COU
 
 TARGETS = {"rerun_ms": 200, "cold_start_s": 10, "rss_mib": 1024}
 
-# Words to build sentences from, per source language (the sidebar label says which: "Sentence (German)").
+# Words to build sentences from, per source language (the sidebar label says which: "Sentence
+# (German)").
 WORDS = {
     "de": "ein eine zwei der die das mann frau kind hund katze junge mädchen spielt läuft sitzt steht fährt "
           "mit dem einem roten blauen großen kleinen ball fahrrad auto straße park strand wasser schnee vor "
@@ -48,7 +49,7 @@ WORDS = {
 }
 
 
-# --- pages, server, memory ---------------------------------------------------------------------------
+# --- pages, server, memory ------------------------------------------------------------------------
 
 def rss_bytes(pid: int) -> int:
     """VmRSS of the process and all its descendants (0 for a process that is gone)."""
@@ -95,7 +96,7 @@ def sentence_language(label: str) -> str:
     return lang if lang in WORDS else "de"
 
 
-# --- (a) rerun times with AppTest ---------------------------------------------------------------------
+# --- (a) rerun times with AppTest -----------------------------------------------------------------
 
 def sentence_of_tokens(checkpoints: Path, name: str | None, n_tokens: int) -> tuple[str, str, int]:
     """A sentence whose source has n_tokens tokens (with </s>) for the chosen checkpoint: (name, text, count)."""
@@ -148,7 +149,7 @@ def measure_reruns(checkpoints: Path, name: str | None, n_tokens: int, reruns: i
     return info, results
 
 
-# --- (b) cold start and (c) memory in the browser -------------------------------------------------------
+# --- (b) cold start and (c) memory in the browser -------------------------------------------------
 
 def launch_browser(playwright, extra_args: list[str] | tuple[str, ...] = ()):
     """Debian's Chromium, headless, with the flags every test and benchmark uses (and ``extra_args``)."""
@@ -179,8 +180,9 @@ def cpu_seconds(pids: list[int]) -> float:
 
 
 def chromium_pids() -> list[int]:
-    """The Chromium processes this process started (through playwright's driver), not any other on the
-    machine: a second browser running beside the benchmark would otherwise count as this one's work."""
+    """The Chromium processes this process started (through playwright's driver), not any other on
+    the machine: a second browser running beside the benchmark would otherwise count as this one's
+    work."""
     pids = []
     for p in process_tree([os.getpid()]):
         try:
@@ -192,8 +194,8 @@ def chromium_pids() -> list[int]:
 
 
 def count_received_bytes(page) -> list[int]:
-    """A one-element list that grows by the size of every websocket message the server sends this page
-    (Streamlit's protobuf messages: elements, figures, widget states)."""
+    """A one-element list that grows by the size of every websocket message the server sends this
+    page (Streamlit's protobuf messages: elements, figures, widget states)."""
     received = [0]
 
     def on_socket(ws) -> None:
@@ -205,9 +207,9 @@ def count_received_bytes(page) -> list[int]:
 
 def measure_cpu(browser, url: str, server_pid: int, commits: int, timeout_s: float,
                 only: set[str] | None = None) -> dict:
-    """(d) CPU seconds that opening each page, and then typing a new sentence on it, cost the server and the
-    browser, one session at a time: what a lecture hall multiplies by its number of students; and the bytes
-    the server sent the browser for each."""
+    """(d) CPU seconds that opening each page, and then typing a new sentence on it, cost the server
+    and the browser, one session at a time: what a lecture hall multiplies by its number of
+    students; and the bytes the server sent the browser for each."""
     out = {}
     for k, info in enumerate(app_pages()):
         if only and info["url_path"] not in only:

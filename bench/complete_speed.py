@@ -1,8 +1,9 @@
-"""How fast does the "Complete the sentence" page rerun for a new prompt? Server-side rerun time in Streamlit's
-AppTest (in this process), with the models loaded: the page runs once per prompt to warm up, then each timed
-rerun types a prompt not seen before (nothing cached), so it costs the completion (greedy, 12 new tokens, the
-page's default length), the traced forward pass and the open step's figure. The median is reported, and
-the library call alone (engine.run_prompt) for comparison. Target: <= 300 ms median.
+"""How fast does the "Complete the sentence" page rerun for a new prompt? Server-side rerun time in
+Streamlit's AppTest (in this process), with the models loaded: the page runs once per prompt to warm
+up, then each timed rerun types a prompt not seen before (nothing cached), so it costs the
+completion (greedy, 12 new tokens, the page's default length), the traced forward pass and the open
+step's figure. The median is reported, and the library call alone (engine.run_prompt) for
+comparison. Target: <= 300 ms median.
 
     .venv/bin/python bench/complete_speed.py                         # checkpoints/ of the project
     .venv/bin/python bench/complete_speed.py --checkpoints DIR --prompts 15 --json out.json

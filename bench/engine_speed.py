@@ -1,14 +1,16 @@
-"""Engine speed: training throughput against torch.nn.Transformer, and the traced forward of the base config.
+"""Engine speed: training throughput against torch.nn.Transformer, and the traced forward of the
+base config.
 
     python bench/engine_speed.py [--threads 2] [--rounds 5] [--amp off|bf16]
 
-1. Training-step throughput (target tokens per second) of the `small` config against a model built on
-   `torch.nn.Transformer` with the same sizes (same embeddings ×√d_model, positional encoding, tied output
-   projection, dropout, loss and optimiser), alternating A, B, A, B … in one process; the ratio ours/reference
-   is taken round by round and its median printed (target ≥ 0.9).
-2. A traced forward pass (every intermediate recorded) of a 20-token sentence through the `base` config
-   (the paper's sizes): median milliseconds over repeated runs (target ≤ 50 ms), with the untraced forward beside it,
-   in float32 and with bfloat16 weights (`load_checkpoint(..., dtype="bfloat16")`, `--dtype bfloat16` in the CLI).
+1. Training-step throughput (target tokens per second) of the `small` config against a model built
+   on `torch.nn.Transformer` with the same sizes (same embeddings ×√d_model, positional encoding,
+   tied output projection, dropout, loss and optimiser), alternating A, B, A, B … in one process;
+   the ratio ours/reference is taken round by round and its median printed (target ≥ 0.9).
+2. A traced forward pass (every intermediate recorded) of a 20-token sentence through the `base`
+   config (the paper's sizes): median milliseconds over repeated runs (target ≤ 50 ms), with the
+   untraced forward beside it, in float32 and with bfloat16 weights
+   (`load_checkpoint(..., dtype="bfloat16")`, `--dtype bfloat16` in the CLI).
 Timings use time.perf_counter; the first runs are warm-up and are not counted.
 """
 

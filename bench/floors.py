@@ -1,15 +1,17 @@
-"""What Streamlit and plotly.js cost on this machine before any of the app's own work: the floors under the
-browser targets of bench/app_speed.py and bench/lecture_speed.py.
+"""What Streamlit and plotly.js cost on this machine before any of the app's own work: the floors
+under the browser targets of bench/app_speed.py and bench/lecture_speed.py.
 
 (1) cold start: from launching `streamlit run` (Chromium already running) to the page drawn, for the
-    yardstick page (bench/baseline_app.py: a text area, a title, a line of text), the same page with one
-    small plotly chart (``-- --chart``: the browser loads plotly.js as the app's first page does) and the
-    app (its first page with its chart, the trained checkpoints of checkpoints/), in turn, --rounds times.
-(2) CPU per rerun of the yardstick page, without and with its chart (which then shows the sentence's words,
-    a new figure per sentence): a new sentence typed in its text area, until the page shows it, then 300 ms
-    for the last layout pass, as app_speed.py's part (d) waits; CPU seconds (/proc/<pid>/stat) of all
-    Chromium processes and of the server, --reruns times, median and mean. The server's is the floor under the
-    proxy benchmark's CPU per sentence, beside the model's own (bench/model_cost.py).
+    yardstick page (bench/baseline_app.py: a text area, a title, a line of text), the same page with
+    one small plotly chart (``-- --chart``: the browser loads plotly.js as the app's first page
+    does) and the app (its first page with its chart, the trained checkpoints of checkpoints/), in
+    turn, --rounds times.
+(2) CPU per rerun of the yardstick page, without and with its chart (which then shows the sentence's
+    words, a new figure per sentence): a new sentence typed in its text area, until the page shows
+    it, then 300 ms for the last layout pass, as app_speed.py's part (d) waits; CPU seconds
+    (/proc/<pid>/stat) of all Chromium processes and of the server, --reruns times, median and mean.
+    The server's is the floor under the proxy benchmark's CPU per sentence, beside the model's own
+    (bench/model_cost.py).
 
     .venv/bin/python bench/floors.py                 # 3 rounds, 12 reruns of each yardstick page
     .venv/bin/python bench/floors.py --rounds 5 --json floors.json

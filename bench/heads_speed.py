@@ -1,20 +1,23 @@
-"""How fast does the page "What does a head do?" answer a new sentence? For the shipped small checkpoints, on
---sentences sentences of a Multi30k split (each new to the process), the median of:
+"""How fast does the page "What does a head do?" answer a new sentence? For the shipped small
+checkpoints, on --sentences sentences of a Multi30k split (each new to the process), the median of:
 
-(a) library   the page's own work for a new sentence once the sentence's run (translation + trace, shared by
-              every page) exists: step 1's batched ablation pass, the logit lens that comes with it, and both
-              figures built (text.explain.heads_run + plots.heads), in this process;
-(b) page      the script run of the page for a new sentence through streamlit.testing.v1.AppTest, with step 1
-              (ablation bars) or step 2 (logit lens) open: everything a rerun does, including the sentence's
-              translation and trace (engine.run_sentence) that any page needs first, and AppTest's overhead;
-(c) attribution  integrated gradients (IG_STEPS) + gradient × input for a new sentence (not held to the target:
-              the page shows a spinner and keeps the result per sentence).
+(a) library   the page's own work for a new sentence once the sentence's run (translation + trace,
+              shared by every page) exists: step 1's batched ablation pass, the logit lens that
+              comes with it, and both figures built (text.explain.heads_run + plots.heads), in this
+              process;
+(b) page      the script run of the page for a new sentence through streamlit.testing.v1.AppTest,
+              with step 1 (ablation bars) or step 2 (logit lens) open: everything a rerun does,
+              including the sentence's translation and trace (engine.run_sentence) that any page
+              needs first, and AppTest's overhead;
+(c) attribution  integrated gradients (IG_STEPS) + gradient × input for a new sentence (not held to
+              the target: the page shows a spinner and keeps the result per sentence).
 
-Target (the issue): (a)/(b) median ≤ 300 ms. One torch thread, as the app runs (app/threads.py). Beside each
-wall-clock median, the median CPU seconds of this process (time.process_time) for the same work: on a machine
-busy with other jobs the wall clock includes the time waiting for a core, the CPU time does not.
+Target (the issue): (a)/(b) median ≤ 300 ms. One torch thread, as the app runs (app/threads.py).
+Beside each wall-clock median, the median CPU seconds of this process (time.process_time) for the
+same work: on a machine busy with other jobs the wall clock includes the time waiting for a core,
+the CPU time does not.
 
-    .venv/bin/python bench/heads_speed.py                           # checkpoints/de-en and en-de, 20 sentences
+    .venv/bin/python bench/heads_speed.py        # checkpoints/de-en and en-de, 20 sentences
     .venv/bin/python bench/heads_speed.py --checkpoints de-en --sentences 10
 """
 

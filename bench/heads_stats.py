@@ -1,21 +1,23 @@
-"""Attention is not attribution, measured, and the heads a translation needs most: the README's numbers for
-the page "What does a head do?", over the first --limit sentences of a Multi30k split.
+"""Attention is not attribution, measured, and the heads a translation needs most: the README's
+numbers for the page "What does a head do?", over the first --limit sentences of a Multi30k split.
 
-Per sentence: the greedy translation (engine.run_sentence, as the page shows it), then teacher-forced on it
+Per sentence: the greedy translation (engine.run_sentence, as the page shows it), then
+teacher-forced on it
 
-- per decoder layer, how often cross-attention's most-attended source token (argmax over the source, per
-  head) is the most-attributed one (argmax of integrated gradients, and of gradient × input), counted over
-  every target position of every sentence and averaged over the layer's heads; and the same for the
-  attention averaged over the heads;
-- per head, the drop of log p(translation) when that head alone is off (text.explain.heads_run), averaged
-  over the sentences: the five largest;
-- integrated gradients' completeness gap, Σ_t |Σ_s IG_ts − (f_t(e) − f_t(e'))| / Σ_t |f_t(e) − f_t(e')|.
+- per decoder layer, how often cross-attention's most-attended source token (argmax over the source,
+  per head) is the most-attributed one (argmax of integrated gradients, and of gradient × input),
+  counted over every target position of every sentence and averaged over the layer's heads; and the
+  same for the attention averaged over the heads;
+- per head, the drop of log p(translation) when that head alone is off (text.explain.heads_run),
+  averaged over the sentences: the five largest;
+- integrated gradients' completeness gap,
+  Σ_t |Σ_s IG_ts − (f_t(e) − f_t(e'))| / Σ_t |f_t(e) − f_t(e')|.
 
-    nohup nice -n 10 .venv/bin/python bench/heads_stats.py --checkpoint checkpoints/de-en --limit 500 \\
-        --ig-steps 16 > /tmp/heads_stats.log 2>&1 &
+    nohup nice -n 10 .venv/bin/python bench/heads_stats.py --checkpoint checkpoints/de-en \\
+        --limit 500 --ig-steps 16 > /tmp/heads_stats.log 2>&1 &
 
-Writes bench/results/heads_stats.json (or --out) every --save-every sentences (partial numbers while it runs) and at
-the end, and prints the tables as markdown. One torch thread.
+Writes bench/results/heads_stats.json (or --out) every --save-every sentences (partial numbers while
+it runs) and at the end, and prints the tables as markdown. One torch thread.
 """
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
-"""Does transformers translate an exported checkpoint as our engine does? Exports the checkpoint (export-hf)
-into a temporary directory, then on the first --limit sentences of a Multi30k split counts the outputs that
-are identical: transformers' greedy against ours, transformers' beam (the exported generation_config.json:
-num_beams, length_penalty = our α) against our beam_search(scoring="hf") and against our default beam search
-(GNMT length penalty), and prints the largest logit difference on the beam outputs. Not a test (the test,
-on 50 sentences, is tests/unit/test_hf.py).
+"""Does transformers translate an exported checkpoint as our engine does? Exports the checkpoint
+(export-hf) into a temporary directory, then on the first --limit sentences of a Multi30k split
+counts the outputs that are identical: transformers' greedy against ours, transformers' beam (the
+exported generation_config.json: num_beams, length_penalty = our α) against our
+beam_search(scoring="hf") and against our default beam search (GNMT length penalty), and prints the
+largest logit difference on the beam outputs. Not a test (the test, on 50 sentences, is
+tests/unit/test_hf.py).
 
-    .venv/bin/python bench/hf_agreement.py --checkpoint checkpoints/de-en --data-dir ../shared/data/multi30k --limit 200
+    .venv/bin/python bench/hf_agreement.py --checkpoint checkpoints/de-en \\
+        --data-dir ../shared/data/multi30k --limit 200
 """
 
 from __future__ import annotations

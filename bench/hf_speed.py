@@ -1,18 +1,20 @@
-"""Decoding speed on the same weights: our engine against transformers' MarianMTModel.generate, and CTranslate2.
+"""Decoding speed on the same weights: our engine against transformers' MarianMTModel.generate, and
+CTranslate2.
 
-    python bench/hf_speed.py --threads 2                          # all of test_2016_flickr, four cells
+    python bench/hf_speed.py --threads 2                  # all of test_2016_flickr, four cells
     python bench/hf_speed.py --threads 2 --limit 320 --json out.json
-    python bench/hf_speed.py --threads 2 --profile                # also: where the time goes
+    python bench/hf_speed.py --threads 2 --profile        # also: where the time goes
 
-The checkpoint is exported to a transformers directory (MarianMTModel) and, when ctranslate2 is installed,
-converted to a CTranslate2 model (transformer_viz/interop/ctranslate2.py), loaded as float32 and as int8. Every engine decodes
-the same source token IDs (our tokenizer, ending in </s>) in the same batches: consecutive sentences of the
-split in file order, batch 1 and batch 32, greedy and beam 5, each engine with its own beam search and the
-checkpoint's length penalty (the algorithms differ, so beam outputs may too: the agreement is reported), no
-repetition guard, and the same length limit (text.decoding.max_output_length). The batches are cut into rounds;
-in every round each engine decodes the same batches, the order of the engines rotating round by round, so a
-noisy moment hits them all alike. Sentences per second = sentences / total time of an engine in a cell.
-Timings use time.perf_counter; the first batch of each cell is decoded once by every engine, untimed.
+The checkpoint is exported to a transformers directory (MarianMTModel) and, when ctranslate2 is
+installed, converted to a CTranslate2 model (transformer_viz/interop/ctranslate2.py), loaded as
+float32 and as int8. Every engine decodes the same source token IDs (our tokenizer, ending in </s>)
+in the same batches: consecutive sentences of the split in file order, batch 1 and batch 32, greedy
+and beam 5, each engine with its own beam search and the checkpoint's length penalty (the algorithms
+differ, so beam outputs may too: the agreement is reported), no repetition guard, and the same
+length limit (text.decoding.max_output_length). The batches are cut into rounds; in every round each
+engine decodes the same batches, the order of the engines rotating round by round, so a noisy moment
+hits them all alike. Sentences per second = sentences / total time of an engine in a cell. Timings
+use time.perf_counter; the first batch of each cell is decoded once by every engine, untimed.
 """
 
 from __future__ import annotations
@@ -130,8 +132,8 @@ def time_cell(engines, batches, beam: int, rounds: int) -> tuple[dict, dict]:
 
 
 def profile_ops(engine, batches, beam: int, top: int) -> tuple[float, list[tuple[str, float]]]:
-    """Total CPU milliseconds of torch operators, and the operators taking the most (self time, share of
-    the total) while decoding ``batches``."""
+    """Total CPU milliseconds of torch operators, and the operators taking the most (self time,
+    share of the total) while decoding ``batches``."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU]) as prof:
@@ -218,8 +220,9 @@ def ms_per_token(engines, sources: list[list[int]], beam: int, rounds: int = 2) 
 
 
 def narrow_checkpoint(ckpt):
-    """The checkpoint's shape with d_model 32, d_ff 64, 4 heads and random weights: its arithmetic costs next
-    to nothing, so decoding it measures an engine's fixed cost per step (Python, dispatch, bookkeeping)."""
+    """The checkpoint's shape with d_model 32, d_ff 64, 4 heads and random weights: its arithmetic
+    costs next to nothing, so decoding it measures an engine's fixed cost per step (Python,
+    dispatch, bookkeeping)."""
     import dataclasses
 
     from transformer_viz.models.transformer import Transformer
@@ -230,8 +233,8 @@ def narrow_checkpoint(ckpt):
 
 
 def run_overhead(ckpt, engines, sources: list[list[int]], args, work: Path) -> dict:
-    """Where the time goes at batch 1: milliseconds per output token for the real model and for the narrow
-    one (:func:`narrow_checkpoint`), ours and transformers."""
+    """Where the time goes at batch 1: milliseconds per output token for the real model and for the
+    narrow one (:func:`narrow_checkpoint`), ours and transformers."""
     alpha = ckpt.generation.length_penalty
     narrow = narrow_checkpoint(ckpt)
     narrow_engines = [Ours(narrow, alpha), Transformers(load_transformers(narrow, work / "hf-narrow"), narrow.config,

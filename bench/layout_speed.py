@@ -1,14 +1,14 @@
-"""A product x W^T with few rows, from a cold cache: the weight row-major (d_out, d_in), as nn.Linear keeps it
-and F.linear reads it, against a transposed contiguous copy (d_in, d_out), as
+"""A product x W^T with few rows, from a cold cache: the weight row-major (d_out, d_in), as
+nn.Linear keeps it and F.linear reads it, against a transposed contiguous copy (d_in, d_out), as
 transformer_viz/models/products.py reads it for up to FEW_ROWS rows.
 
     python bench/layout_speed.py --threads 2
     python bench/layout_speed.py --threads 2 --checkpoint checkpoints/de-en --rows 1 5 8 16 32
 
-The weight shapes are the checkpoint's decoder ones (W_Q|W_K|W_V, W_O, the feed-forward pair, the output
-projection). Before every timed product a buffer larger than the last-level cache is written, so that the
-weight comes from memory, as it does in a decoding step, where every other weight has been read since.
-Median of --repeats products per shape, rows and layout; time.perf_counter.
+The weight shapes are the checkpoint's decoder ones (W_Q|W_K|W_V, W_O, the feed-forward pair, the
+output projection). Before every timed product a buffer larger than the last-level cache is written,
+so that the weight comes from memory, as it does in a decoding step, where every other weight has
+been read since. Median of --repeats products per shape, rows and layout; time.perf_counter.
 """
 
 from __future__ import annotations

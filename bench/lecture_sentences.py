@@ -1,10 +1,11 @@
-"""The lecture's own sentences through the shipped checkpoints: each translation with default decoding, its
-chrF against the lecture's reference, and whether it is below 50 (the line under which a translation counts
-as bad). Prints a Markdown table; the README and the model cards quote it.
+"""The lecture's own sentences through the shipped checkpoints: each translation with default
+decoding, its chrF against the lecture's reference, and whether it is below 50 (the line under which
+a translation counts as bad). Prints a Markdown table; the README and the model cards quote it.
 
     python bench/lecture_sentences.py [--checkpoints checkpoints/de-en checkpoints/en-de] [--record]
 
-``--record`` writes the rows into each checkpoint's metadata.json and model card ("Example sentences").
+``--record`` writes the rows into each checkpoint's metadata.json and model card ("Example
+sentences").
 """
 
 from __future__ import annotations

@@ -1,19 +1,21 @@
 """How fast does the Lecture move from one step to the next? Two measurements, printed as tables:
 
-(a) server   the time of the script run that a click on Next starts, with the model and the sentence's run
-             already cached, measured in this process with streamlit.testing.v1.AppTest: the first walk
-             through all steps (each step's figure built for the first time) and --passes more walks (every
-             figure cached); median and max per walk. Target: median <= 300 ms per step after the first.
-(b) browser  the real app (`streamlit run app.py`) in headless Chromium at 1280×720 in projector mode, walked
-             with the ArrowRight key as a clicker sends it: per step, the time from the key to the step drawn,
-             the server's script run (its own log, TRANSFORMER_VIZ_RUN_LOG) and the CPU seconds of the server
-             and of Chromium (/proc/<pid>/stat).
+(a) server   the time of the script run that a click on Next starts, with the model and the
+             sentence's run already cached, measured in this process with
+             streamlit.testing.v1.AppTest: the first walk through all steps (each step's figure
+             built for the first time) and --passes more walks (every figure cached); median and
+             max per walk. Target: median <= 300 ms per step after the first.
+(b) browser  the real app (`streamlit run app.py`) in headless Chromium at 1280×720 in projector
+             mode, walked with the ArrowRight key as a clicker sends it: per step, the time from the
+             key to the step drawn, the server's script run (its own log, TRANSFORMER_VIZ_RUN_LOG)
+             and the CPU seconds of the server and of Chromium (/proc/<pid>/stat).
 
-    .venv/bin/python bench/lecture_speed.py                                  # checkpoints/, en-de, "they"
-    .venv/bin/python bench/lecture_speed.py --checkpoint de-en --sentence "Komm her bitte." --skip-browser
+    .venv/bin/python bench/lecture_speed.py                     # checkpoints/, en-de, "they"
+    .venv/bin/python bench/lecture_speed.py --checkpoint de-en --sentence "Komm her bitte." \\
+        --skip-browser
 
-Both include the work of every element of the page (sidebar, navigation, text, figure, presets, notes);
-(a) also AppTest's own overhead of building and walking the element tree.
+Both include the work of every element of the page (sidebar, navigation, text, figure, presets,
+notes); (a) also AppTest's own overhead of building and walking the element tree.
 """
 
 from __future__ import annotations

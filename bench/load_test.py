@@ -1,17 +1,21 @@
-"""Bounded load and soak tests of the running app, through real headless-Chromium sessions on 127.0.0.1.
+"""Bounded load and soak tests of the running app, through real headless-Chromium sessions on
+127.0.0.1.
 
-Load (default): --sessions browser sessions (one Chromium, one context each, spread over the pages) each
-type a new sentence every --interval seconds and wait until the run is over and every chart is drawn.
-Records the time from typing to drawn charts (p50, p95, max), the errors (exceptions or error boxes on
-the page, timeouts), and the server's resident memory over time. Stops by itself after --minutes.
+Load (default): --sessions browser sessions (one Chromium, one context each, spread over the pages)
+each type a new sentence every --interval seconds and wait until the run is over and every chart is
+drawn. Records the time from typing to drawn charts (p50, p95, max), the errors (exceptions or error
+boxes on the page, timeouts), and the server's resident memory over time. Stops by itself after
+--minutes.
 
-Soak (--reruns N): one session warms up (every page with every one of --soak-sentences sentences), then
-does N more sequential reruns over the same pages and sentences, so the caches are warm and any growth
-of the server's memory is a leak, not a cache filling up. Reports the growth in % (target <= 10 %).
+Soak (--reruns N): one session warms up (every page with every one of --soak-sentences sentences),
+then does N more sequential reruns over the same pages and sentences, so the caches are warm and any
+growth of the server's memory is a leak, not a cache filling up. Reports the growth in % (target <=
+10 %).
 
     .venv/bin/python bench/load_test.py --start-server --sessions 20 --minutes 5
     .venv/bin/python bench/load_test.py --start-server --reruns 500
-    .venv/bin/python bench/load_test.py --port 8501 --sessions 5 --minutes 1     # an app already running
+    # an app already running
+    .venv/bin/python bench/load_test.py --port 8501 --sessions 5 --minutes 1
 
 Prints a JSON summary on stdout (progress goes to stderr). Talks only to 127.0.0.1.
 """
@@ -65,7 +69,8 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 def new_sentence(rng: random.Random, lang: str, serial: str) -> str:
-    # A serial number makes every sentence new to the server's run cache: each one costs a real model run.
+    # A serial number makes every sentence new to the server's run cache: each one costs a real
+    # model run.
     words = rng.choices(WORDS[lang], k=rng.randint(5, 14))
     return f"{' '.join(words).capitalize()} {serial} ."
 
@@ -103,7 +108,8 @@ class Session:
 
     async def wait(self, after: int, **expect: str) -> None:
         """Until the run after the action is over and drawn; `expect` (sentence=, title=) says what it shows."""
-        # Every 100 ms: with tens of sessions in one browser, faster polling itself costs noticeable CPU.
+        # Every 100 ms: with tens of sessions in one browser, faster polling itself costs noticeable
+        # CPU.
         await self.page.wait_for_function(RUN_DONE_JS, arg={"after": after, **expect}, polling=100,
                                           timeout=self.timeout_s * 1000)
 

@@ -1,13 +1,14 @@
-"""What the model itself costs per new sentence: the part of the server's CPU no change to the pages removes.
+"""What the model itself costs per new sentence: the part of the server's CPU no change to the pages
+removes.
 
 For each translation checkpoint, --sentences sentences of the load tests' kind (bench/load_test.py's
-new_sentence: 5-14 random words of the app's vocabulary and a serial number) are each decoded greedily,
-decoded by beam search as the Overview does (the checkpoint's own settings), and traced (the
-teacher-forced pass the step-by-step pages show). Reported per sentence: the mean source and output
-lengths, the CPU milliseconds (time.thread_time, one torch thread as the app sets it) of each part, greedy
-decoding's time per written token (encoding the source included), and the bytes of weights a decoder step
-reads (the products with every decoder weight and the output projection), which set its floor where the
-weights do not fit in the cache.
+new_sentence: 5-14 random words of the app's vocabulary and a serial number) are each decoded
+greedily, decoded by beam search as the Overview does (the checkpoint's own settings), and traced
+(the teacher-forced pass the step-by-step pages show). Reported per sentence: the mean source and
+output lengths, the CPU milliseconds (time.thread_time, one torch thread as the app sets it) of each
+part, greedy decoding's time per written token (encoding the source included), and the bytes of
+weights a decoder step reads (the products with every decoder weight and the output projection),
+which set its floor where the weights do not fit in the cache.
 
     .venv/bin/python bench/model_cost.py
     .venv/bin/python bench/model_cost.py --checkpoints checkpoints/de-en --sentences 60
@@ -40,8 +41,8 @@ def cpu_ms(work, items) -> tuple[float, list]:
 
 
 def decoder_step_bytes(model) -> int:
-    """Bytes of the weights one decoder step multiplies by: every decoder layer's except cross-attention's
-    W_K and W_V (applied once per sentence), and the output projection."""
+    """Bytes of the weights one decoder step multiplies by: every decoder layer's except
+    cross-attention's W_K and W_V (applied once per sentence), and the output projection."""
     once = {id(p) for layer in model.decoder_layers for p in (*layer.cross_attn.w_k.parameters(),
                                                               *layer.cross_attn.w_v.parameters())}
     out = model.tgt_embed.weight if model.cfg.tie_embeddings else model.generator.weight

@@ -1,23 +1,26 @@
-"""What a page visit costs the server, three ways: the other half of a student's cost, beside new sentences.
+"""What a page visit costs the server, three ways: the other half of a student's cost, beside new
+sentences.
 
-(1) a first visit from a browser that has nothing cached, straight to one app process (`streamlit run app.py`):
-    the process serves Streamlit's frontend (about 7.6 MiB, a hundred files) as well as running the page;
-(2) the same first visits through deploy/nginx.conf, two app processes behind nginx (tests/support/proxy.py),
-    where nginx serves the frontend from its copy (docs/deployment.md §4): the CPU of both app processes, and
-    nginx's own apart;
-(3) a switch to another page in a session that is open (a click in the sidebar's navigation): the browser
-    keeps the frontend and its websocket, and the server runs the new page; (3') the same with a new
-    sentence typed before each switch (not timed), so that the page switched to runs a sentence it has not
-    shown yet: what a student who types and then moves on costs.
+(1) a first visit from a browser that has nothing cached, straight to one app process (`streamlit
+    run app.py`): the process serves Streamlit's frontend (about 7.6 MiB, a hundred files) as well
+    as running the page;
+(2) the same first visits through deploy/nginx.conf, two app processes behind nginx
+    (tests/support/proxy.py), where nginx serves the frontend from its copy (docs/deployment.md §4):
+    the CPU of both app processes, and nginx's own apart;
+(3) a switch to another page in a session that is open (a click in the sidebar's navigation): the
+    browser keeps the frontend and its websocket, and the server runs the new page; (3') the same
+    with a new sentence typed before each switch (not timed), so that the page switched to runs a
+    sentence it has not shown yet: what a student who types and then moves on costs.
 
-Each visit is timed from the action until the page shows its title, no run is left and every chart is
-drawn, then 300 ms more (as bench/app_speed.py's part (d) waits); CPU seconds from /proc/<pid>/stat (user +
-system, the processes and their children). Before any visit is timed, every page is visited once (in
-(2), once per process), so the model is loaded and the default sentence's runs and figures are in the
-process's caches, as for a student who arrives after the first. Reported per page: the mean of --visits
-visits (the clock ticks in 10 ms steps, so a mean says more than a median), and the mean over the pages.
+Each visit is timed from the action until the page shows its title, no run is left and every chart
+is drawn, then 300 ms more (as bench/app_speed.py's part (d) waits); CPU seconds from
+/proc/<pid>/stat (user + system, the processes and their children). Before any visit is timed, every
+page is visited once (in (2), once per process), so the model is loaded and the default sentence's
+runs and figures are in the process's caches, as for a student who arrives after the first. Reported
+per page: the mean of --visits visits (the clock ticks in 10 ms steps, so a mean says more than a
+median), and the mean over the pages.
 
-    .venv/bin/python bench/page_cost.py                          # all three, every page, 3 visits each
+    .venv/bin/python bench/page_cost.py                   # all three, every page, 3 visits each
     .venv/bin/python bench/page_cost.py --skip-proxy --pages lecture,decoder --visits 5
     .venv/bin/python bench/page_cost.py --json page_cost.json
 
@@ -46,8 +49,8 @@ SETTLE_MS = 300  # plotly's last layout pass: part of drawing the page
 
 def first_visit(browser, base: str, info: dict, pids: list[int], timeout_s: float,
                 others: list[int] | tuple[int, ...] = ()) -> tuple[float, float]:
-    """CPU seconds of ``pids``, and of ``others`` apart, for one page opened by a browser context with nothing
-    cached."""
+    """CPU seconds of ``pids``, and of ``others`` apart, for one page opened by a browser context
+    with nothing cached."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     context.add_init_script(COUNT_RUNS_JS)
     try:
@@ -64,9 +67,9 @@ def first_visit(browser, base: str, info: dict, pids: list[int], timeout_s: floa
 
 def first_visits(browser, base: str, pages: list[dict], pids: list[int], visits: int, timeout_s: float,
                  others: list[int] | tuple[int, ...] = ()) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """:func:`first_visit` ``visits`` times per page, after one untimed visit per process in ``pids`` (it loads
-    the model and fills the caches; a first visit goes to any process): per page, the CPU of ``pids`` and of
-    ``others``."""
+    """:func:`first_visit` ``visits`` times per page, after one untimed visit per process in
+    ``pids`` (it loads the model and fills the caches; a first visit goes to any process): per page,
+    the CPU of ``pids`` and of ``others``."""
     for info in pages:
         for _ in pids:
             first_visit(browser, base, info, pids, timeout_s)
@@ -82,10 +85,10 @@ def first_visits(browser, base: str, pages: list[dict], pids: list[int], visits:
 
 def switches(browser, base: str, pages: list[dict], pids: list[int], visits: int, timeout_s: float,
              typed: bool = False) -> dict[str, list[float]]:
-    """CPU seconds of ``pids`` per switch to each page in one open session, going round the pages. ``typed``: a
-    new sentence is typed on the page before each switch (not timed), so that the page switched to meets a
-    sentence it has not shown yet and may need more of the model than the page before did (a traced pass,
-    beam search, the recurrent models)."""
+    """CPU seconds of ``pids`` per switch to each page in one open session, going round the pages.
+    ``typed``: a new sentence is typed on the page before each switch (not timed), so that the page
+    switched to meets a sentence it has not shown yet and may need more of the model than the page
+    before did (a traced pass, beam search, the recurrent models)."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     context.add_init_script(COUNT_RUNS_JS)
     out: dict[str, list[float]] = {info["title"]: [] for info in pages}

@@ -1,5 +1,6 @@
-"""Server time of a page's steps for inputs no cache has seen, with Streamlit's AppTest: shared by the
-page-speed benchmarks (bench/rnn_page_speed.py, bench/vit_page_speed.py, bench/detr_page_speed.py)."""
+"""Server time of a page's steps for inputs no cache has seen, with Streamlit's AppTest: shared by
+the page-speed benchmarks (bench/rnn_page_speed.py, bench/vit_page_speed.py,
+bench/detr_page_speed.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import time
 
 
 def time_new_inputs(at, page: str, step_key: str, set_input, per_step: int) -> dict:
-    """Open ``page`` in the AppTest ``at``; then, step by step (the tabs of app.steps.tabs, chosen through
-    ``step_key``), change the input with ``set_input(at, k)`` (k = 0, 1, …, never the same twice) and time
-    the rerun. Returns the first open's seconds and, per step, the median and the largest rerun in ms."""
+    """Open ``page`` in the AppTest ``at``; then, step by step (the tabs of app.steps.tabs, chosen
+    through ``step_key``), change the input with ``set_input(at, k)`` (k = 0, 1, …, never the same
+    twice) and time the rerun. Returns the first open's seconds and, per step, the median and the
+    largest rerun in ms."""
     at.switch_page(page)
     t = time.perf_counter()
     at.run()
@@ -33,8 +35,9 @@ def time_new_inputs(at, page: str, step_key: str, set_input, per_step: int) -> d
 
 
 def main(doc: str, page: str, step_key: str, count_flag: str, count_default: int, set_input, query: dict | None = None) -> None:
-    """A page-speed benchmark's command line: ``--checkpoints DIR`` and ``--COUNT_FLAG n`` (new inputs per step);
-    opens the app in AppTest (with ``query`` in its URL), times ``page`` and prints the result as JSON."""
+    """A page-speed benchmark's command line: ``--checkpoints DIR`` and ``--COUNT_FLAG n`` (new
+    inputs per step); opens the app in AppTest (with ``query`` in its URL), times ``page`` and
+    prints the result as JSON."""
     import argparse
     import json
     import os

@@ -1,18 +1,20 @@
-"""What the server side costs per new sentence, behind nginx: two app processes on the trained checkpoints
-behind deploy/nginx.conf (tests/support/proxy.py), and --sessions headless-Chromium sessions that each type
-a new sentence every --interval seconds for --minutes (the load test's users, bench/load_test.py).
+"""What the server side costs per new sentence, behind nginx: two app processes on the trained
+checkpoints behind deploy/nginx.conf (tests/support/proxy.py), and --sessions headless-Chromium
+sessions that each type a new sentence every --interval seconds for --minutes (the load test's
+users, bench/load_test.py).
 
 The server's cost is read from the run log: for each process, its CPU time (`process_cpu_s`, all its
-threads) from its first to its last run in the measured window, divided by the runs in between. That is
-CPU time, not wall time, so it counts the work and not the waiting: it holds on a machine whose cores
-are busy with other things, where every latency is inflated. Measured from /proc over the same window:
-the browsers' CPU (the Chromium this script starts, apart from the server's), nginx's, and the server's
-again as a cross-check. The latencies are reported too, but only describe this machine under this load.
+threads) from its first to its last run in the measured window, divided by the runs in between. That
+is CPU time, not wall time, so it counts the work and not the waiting: it holds on a machine whose
+cores are busy with other things, where every latency is inflated. Measured from /proc over the same
+window: the browsers' CPU (the Chromium this script starts, apart from the server's), nginx's, and
+the server's again as a cross-check. The latencies are reported too, but only describe this machine
+under this load.
 
 Before the window, with every session open and nobody typing, the processes' idle cost per second is
 measured (--idle-seconds): the server's own timers, paid whatever the load. At this benchmark's few
-sentences per second it is a noticeable part of each one's cost; at a lecture hall's rate it is not, so
-the cost per sentence beyond it is reported too.
+sentences per second it is a noticeable part of each one's cost; at a lecture hall's rate it is not,
+so the cost per sentence beyond it is reported too.
 
     .venv/bin/python bench/proxy_capacity.py --sessions 10 --interval 20 --minutes 4
 
@@ -39,8 +41,8 @@ from load_test import Session, chosen_pages, log, percentile, user  # noqa: E402
 
 
 def tree_cpu_seconds(roots: list[int]) -> float:
-    """User + system CPU of these processes and their descendants, including descendants that have exited
-    since (a parent's reaped children count in its cutime and cstime): it only ever grows."""
+    """User + system CPU of these processes and their descendants, including descendants that have
+    exited since (a parent's reaped children count in its cutime and cstime): it only ever grows."""
     ticks = 0
     for p in process_tree(roots):
         try:
@@ -82,11 +84,11 @@ async def measure(args, url: str, server_pids: list[int], nginx_pid: int, run_lo
         for _ in range(args.sessions):
             await opened.get()
 
-        # The browser: playwright's driver and the Chromium it started, all children of this process but
-        # for the servers and nginx.
+        # The browser: playwright's driver and the Chromium it started, all children of this process
+        # but for the servers and nginx.
         browser_roots = [p for p in children(os.getpid()) if p not in server_pids + [nginx_pid]]
-        # What the processes cost while every session has its page and nobody types: the server's own
-        # timers (the event loop's ticks, websocket pings), paid per second, whatever the load.
+        # What the processes cost while every session has its page and nobody types: the server's
+        # own timers (the event loop's ticks, websocket pings), paid per second, whatever the load.
         idle0, idle_t0 = tree_cpu_seconds(server_pids), time.perf_counter()
         await asyncio.sleep(args.idle_seconds)
         idle_cpu_per_s = (tree_cpu_seconds(server_pids) - idle0) / (time.perf_counter() - idle_t0)
@@ -115,8 +117,8 @@ async def measure(args, url: str, server_pids: list[int], nginx_pid: int, run_lo
         "server_cpu_s_per_sentence_run_log": round(
             sum(v["cpu_s_per_run"] * v["runs"] for v in per_process.values()) / max(1, total_runs), 3),
         "server_cpu_s_per_sentence_proc": round((servers1 - servers0) / max(1, sentences), 3),
-        # Both processes together, while idle; and per sentence once that idle cost is taken out, which at a
-        # lecture hall's rate of sentences is what each one adds.
+        # Both processes together, while idle; and per sentence once that idle cost is taken out,
+        # which at a lecture hall's rate of sentences is what each one adds.
         "server_idle_cpu_s_per_s": round(idle_cpu_per_s, 4),
         "server_cpu_s_per_sentence_beyond_idle": round(
             (servers1 - servers0 - idle_cpu_per_s * elapsed) / max(1, sentences), 3),

@@ -1,10 +1,10 @@
 """Server time of the "Before the Transformer: RNNs" page for a NEW sentence, models cached.
 
 Streamlit's AppTest runs the app in this process. The page is opened (loading the three models, the
-Transformer and the two RNNs, and measuring the time per sentence once), then for each of its steps a
-series of sentences never seen before is typed: each rerun runs both RNNs and the Transformer on the
-sentence (greedy translation + traced pass) and builds that step's figures. The median and the maximum
-are reported per step. Target: <= 300 ms.
+Transformer and the two RNNs, and measuring the time per sentence once), then for each of its steps
+a series of sentences never seen before is typed: each rerun runs both RNNs and the Transformer on
+the sentence (greedy translation + traced pass) and builds that step's figures. The median and the
+maximum are reported per step. Target: <= 300 ms.
 
     .venv/bin/python bench/rnn_page_speed.py                       # checkpoints/ of the project
     .venv/bin/python bench/rnn_page_speed.py --checkpoints DIR --sentences 8

@@ -1,12 +1,14 @@
-"""Copy Streamlit's frontend (its scripts, styles and fonts) where nginx serves it, each compressible file
-beside a gzip copy of itself, for deploy/nginx.conf's `location /static/` (docs/deployment.md §4).
+"""Copy Streamlit's frontend (its scripts, styles and fonts) where nginx serves it, each
+compressible file beside a gzip copy of itself, for deploy/nginx.conf's `location /static/`
+(docs/deployment.md §4).
 
-    sudo /opt/transformer-viz/.venv/bin/python deploy/static_files.py /var/www/transformer-viz/static
+    sudo /opt/transformer-viz/.venv/bin/python deploy/static_files.py \\
+        /var/www/transformer-viz/static
 
-Run it with the app's own Python (so that it copies the Streamlit the app runs), after installing and after
-every upgrade of Streamlit. Every file name carries a hash of its content, so files are only added: a
-browser still holding an older page finds the files it asks for. A file the copy lacks is asked of the app,
-as before (the configuration's `try_files`). Standard library only.
+Run it with the app's own Python (so that it copies the Streamlit the app runs), after installing
+and after every upgrade of Streamlit. Every file name carries a hash of its content, so files are
+only added: a browser still holding an older page finds the files it asks for. A file the copy lacks
+is asked of the app, as before (the configuration's `try_files`). Standard library only.
 """
 
 from __future__ import annotations
