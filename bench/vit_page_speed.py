@@ -10,17 +10,7 @@ and the maximum are reported per step. Target: <= 300 ms.
     .venv/bin/python bench/vit_page_speed.py --checkpoints DIR --digits 8
 """
 
-from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from page_steps import main  # noqa: E402
-
+from page_steps import main
 
 if __name__ == "__main__":
     main(__doc__, "transformer_viz/app/pages/vit.py", "vit_step", "digits", 8,
