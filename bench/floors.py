@@ -56,7 +56,8 @@ def cold_start(browser, script: tuple[str, tuple[str, ...]], timeout_s: float) -
 
 
 def rerun_cpu(browser, script: tuple[str, tuple[str, ...]], reruns: int, timeout_s: float) -> dict[str, list[float]]:
-    """CPU seconds of Chromium and of the server per rerun of ``script`` (a yardstick page), each a list."""
+    """CPU seconds of Chromium and of the server per rerun of ``script`` (a yardstick page), each a
+    list."""
     proc, url, _ = start_server(None, timeout_s=timeout_s, script=script[0], script_args=script[1])
     try:
         context = browser.new_context(viewport={"width": 1400, "height": 1000})

@@ -33,7 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def cpu_ms(work, items) -> tuple[float, list]:
-    """Mean CPU milliseconds of ``work(item)`` over ``items`` (after one call not counted), and the results."""
+    """Mean CPU milliseconds of ``work(item)`` over ``items`` (after one call not counted), and the
+    results."""
     work(items[0])
     start = time.thread_time()
     results = [work(item) for item in items]

@@ -35,7 +35,8 @@ def streamlit_static() -> Path:
 
 
 def copy_static(destination: Path, level: int = 9) -> tuple[int, int, int]:
-    """Copy into ``destination`` (made if need be); returns (files, bytes, bytes as sent compressed)."""
+    """Copy into ``destination`` (made if need be); returns (files, bytes, bytes as sent
+    compressed)."""
     source = streamlit_static()
     files = plain = sent = 0
     for path in sorted(p for p in source.rglob("*") if p.is_file()):
