@@ -21,7 +21,8 @@ import streamlit as st
 
 with st.sidebar:
     sentence = st.text_area("Sentence (de)", key="sentence", height=80)
-st.title("Overview & translation")  # the title of the app's default page: the load test waits for it
+# the title of the app's default page: the load test waits for it
+st.title("Overview & translation")
 if "--chart" in sys.argv[1:]:
     import plotly.graph_objects as go
 

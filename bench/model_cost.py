@@ -62,9 +62,11 @@ def measure(directory: Path, n: int, seed: int) -> dict:
     greedy_ms, runs = cpu_ms(lambda s: run_sentence(ckpt, s, trace=False), sentences)
     traced_ms, _ = cpu_ms(lambda r: traced_forward(ckpt.model, r.src_ids, r.tgt_ids), runs)
     beams = ckpt.generation.num_beams
-    beam_ms, beam_runs = cpu_ms(lambda s: run_sentence(ckpt, s, beam_size=beams, trace=False), sentences)
+    beam_ms, beam_runs = cpu_ms(lambda s: run_sentence(ckpt, s, beam_size=beams, trace=False),
+                                sentences)
     steps = sum(len(r.decoding.steps) for r in runs) / n
-    return {"checkpoint": directory.name, "sentences": n, "source_tokens": sum(len(r.src_ids) for r in runs) / n,
+    return {"checkpoint": directory.name, "sentences": n,
+            "source_tokens": sum(len(r.src_ids) for r in runs) / n,
             "greedy_steps": steps, "beam_steps": sum(len(r.decoding.steps) for r in beam_runs) / n,
             "greedy_ms": round(greedy_ms, 1), "traced_pass_ms": round(traced_ms, 1),
             f"beam{beams}_ms": round(beam_ms, 1), "greedy_ms_per_step": round(greedy_ms / steps, 2),

@@ -73,7 +73,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--splits", nargs="+", default=["test_2016_flickr", "tatoeba_dev"])
     parser.add_argument("--broken-limit", type=int, default=None,
-                        help="the first n sentences of each split for the broken inputs (default: --limit)")
+                        help="the first n sentences of each split for the broken inputs "
+                             "(default: --limit)")
     args = parser.parse_args()
     import torch
 

@@ -20,14 +20,16 @@ import shutil
 import sys
 from pathlib import Path
 
-COMPRESSED = (".js", ".css", ".json", ".svg", ".map", ".txt", ".ttf", ".otf")  # woff2 and png are compressed
+# woff2 and png are compressed
+COMPRESSED = (".js", ".css", ".json", ".svg", ".map", ".txt", ".ttf", ".otf")
 
 
 def streamlit_static() -> Path:
     """The folder of the installed Streamlit's frontend that its pages load as /static/."""
     spec = importlib.util.find_spec("streamlit")
     if spec is None or spec.origin is None:
-        raise SystemExit("streamlit is not installed for this Python: run this with the app's own Python")
+        raise SystemExit("streamlit is not installed for this Python: "
+                         "run this with the app's own Python")
     folder = Path(spec.origin).parent / "static" / "static"
     if not folder.is_dir():
         raise SystemExit(f"{folder} is missing: this Streamlit keeps its frontend elsewhere")
@@ -59,8 +61,8 @@ def main() -> None:
     parser.add_argument("destination", type=Path, help="the folder nginx serves as /static/")
     args = parser.parse_args()
     files, plain, sent = copy_static(args.destination)
-    print(f"{files} files, {plain / 2**20:.1f} MiB, {sent / 2**20:.1f} MiB as sent compressed, in {args.destination}",
-          file=sys.stderr)
+    print(f"{files} files, {plain / 2**20:.1f} MiB, {sent / 2**20:.1f} MiB as sent compressed, "
+          f"in {args.destination}", file=sys.stderr)
 
 
 if __name__ == "__main__":
