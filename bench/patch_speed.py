@@ -1,9 +1,9 @@
-"""How fast are the patching grids? The median time of ``interpret.patching.patch_grids`` (every
-patch of the four grids: encoder layer × source position, encoder layer, decoder layer × target
-position, every head) for each preset, on its shipped checkpoint, one torch thread as the app runs
-it; the translations and tokens are computed once, outside the timing. Also the CPU time of the
-calling thread, which a loaded machine disturbs less than the wall clock. Target: <= 300 ms a
-preset.
+"""How fast are the patching grids? The median time of ``interpret.patching.patch_grids`` \
+(every patch
+of the four grids: encoder layer × source position, encoder layer, decoder layer × target position,
+every head) for each preset, on its shipped checkpoint, one torch thread as the app runs it; the
+translations and tokens are computed once, outside the timing. Also the CPU time of the calling
+thread, which a loaded machine disturbs less than the wall clock. Target: <= 300 ms a preset.
 
     .venv/bin/python bench/patch_speed.py [--repeats 9] [--preset "she / he"]
 """
