@@ -268,8 +268,7 @@ async def load(args, url: str, pid: int, run_log: Path | None = None) -> dict:
     samples: list = []
     stop = asyncio.Event()
     async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                          args=CHROMIUM_ARGS)
+        browser = await launch(p)
         # Warm-up, not timed: the first visit loads the model into the server.
         t_warm = time.perf_counter()
         warm = Session(browser, url, args.timeout)
@@ -320,21 +319,32 @@ async def load(args, url: str, pid: int, run_log: Path | None = None) -> dict:
     }
 
 
+def soak_sentence_count(wanted: int, n_pages: int) -> int:
+    """As many sentences as --soak-sentences, a number prime to the page count, so that stepping
+    both together visits every (page, sentence) pair; at least 2, as consecutive steps must change
+    the sentence, or no rerun would follow."""
+    k = max(2, wanted)
+    while any(k % d == 0 and n_pages % d == 0 for d in range(2, k + 1)):
+        k += 1
+    return k
+
+
+async def launch(playwright, extra_args: list[str] | tuple[str, ...] = ()):
+    """Debian's Chromium, headless, with the flags every test and benchmark uses (and
+    ``extra_args``)."""
+    return await playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                            args=[*CHROMIUM_ARGS, *extra_args])
+
+
 async def soak(args, url: str, pid: int) -> dict:
     from playwright.async_api import async_playwright
 
     pages = chosen_pages(args.pages)
-    # As many sentences as --soak-sentences, a number prime to the page count, so that stepping both
-    # together visits every (page, sentence) pair.
-    # consecutive steps must change the sentence, or no rerun would follow
-    k = max(2, args.soak_sentences)
-    while any(k % d == 0 and len(pages) % d == 0 for d in range(2, k + 1)):
-        k += 1
+    k = soak_sentence_count(args.soak_sentences, len(pages))
     rng = random.Random(0)
     errors, samples = [], []
     async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                          args=CHROMIUM_ARGS)
+        browser = await launch(p)
         session = Session(browser, url, args.timeout)
         await session.open()
         sentences = [new_sentence(rng, session.lang, f"s{i}") for i in range(k)]

@@ -35,9 +35,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # the project root, for tests.support
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, ROOT, children, process_tree  # noqa: E402
+from tests.support.browser import CHROMIUM, ROOT, children, process_tree  # noqa: E402
 from tests.support.proxy import CHROMIUM_PROXY_ARGS, cluster  # noqa: E402
-from load_test import Crowd, Session, chosen_pages, log, percentile, read_run_log  # noqa: E402
+from load_test import (Crowd, Session, chosen_pages, launch, log, percentile,  # noqa: E402
+                       read_run_log)
 
 
 def tree_cpu_seconds(roots: list[int]) -> float:
@@ -71,8 +72,7 @@ async def measure(args, url: str, server_pids: list[int], nginx_pid: int, run_lo
 
     pages = chosen_pages(args.pages)
     async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                          args=CHROMIUM_ARGS + CHROMIUM_PROXY_ARGS)
+        browser = await launch(p, CHROMIUM_PROXY_ARGS)
         # not measured: the first visits (round robin: one per process) load the model
         for _ in server_pids:
             warm = Session(browser, url, args.timeout)
@@ -89,6 +89,7 @@ async def measure(args, url: str, server_pids: list[int], nginx_pid: int, run_lo
         def cpu() -> tuple[float, float, float]:  # the servers', the browser's and nginx's
             return (tree_cpu_seconds(server_pids), tree_cpu_seconds(browser_roots),
                     tree_cpu_seconds([nginx_pid]))
+
         # What the processes cost while every session has its page and nobody types: the server's
         # own timers (the event loop's ticks, websocket pings), paid per second, whatever the load.
         idle0, idle_t0 = tree_cpu_seconds(server_pids), time.perf_counter()
