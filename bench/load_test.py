@@ -9,8 +9,8 @@ boxes on the page, timeouts), and the server's resident memory over time. Stops 
 
 Soak (--reruns N): one session warms up (every page with every one of --soak-sentences sentences),
 then does N more sequential reruns over the same pages and sentences, so the caches are warm and any
-growth of the server's memory is a leak, not a cache filling up. Reports the growth in % (target <=
-10 %).
+growth of the server's memory is a leak, not a cache filling up. Reports the growth in %
+(target <= 10 %).
 
     .venv/bin/python bench/load_test.py --start-server --sessions 20 --minutes 5
     .venv/bin/python bench/load_test.py --start-server --reruns 500
