@@ -1,9 +1,9 @@
 """How fast is the app? Four measurements, printed as tables:
 
-(a) rerun    server-side rerun time of every page (streamlit.testing.v1.AppTest, in this process) for a
-             sentence of ~20 source tokens, with the model and the sentence's run already cached:
-             each page runs once to warm the caches, then --reruns timed reruns; the median is reported.
-             Target: <= 200 ms per page.
+(a) rerun    server-side rerun time of every page (streamlit.testing.v1.AppTest, in this process)
+             for a sentence of ~20 source tokens, with the model and the sentence's run already
+             cached: each page runs once to warm the caches, then --reruns timed reruns; the median
+             is reported. Target: <= 200 ms per page.
 (b) cold     from launching `streamlit run app.py` to the first page with all its charts drawn in
              headless Chromium. Target: <= 10 s.
 (c) memory   resident memory (VmRSS, the server process and its children) after every page has been
@@ -30,25 +30,28 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the project root, for tests.support
+# the project root, for tests.support
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.support.browser import (CHECKPOINTS_ENV, CHROMIUM, CHROMIUM_ARGS, COUNT_RUNS_JS,  # noqa: E402, F401
-                                   PAGE_ERRORS_JS, ROOT, RUN_DONE_JS, app_pages, children, default_page, page_url,
-                                   process_tree, start_server, stop_server)
+                                   PAGE_ERRORS_JS, ROOT, RUN_DONE_JS, app_pages, children,
+                                   default_page, page_url, process_tree, start_server, stop_server)
 
 TARGETS = {"rerun_ms": 200, "cold_start_s": 10, "rss_mib": 1024}
 
-# Words to build sentences from, per source language (the sidebar label says which: "Sentence (German)").
+# Words to build sentences from, per source language (the sidebar label says which: "Sentence
+# (German)").
 WORDS = {
-    "de": "ein eine zwei der die das mann frau kind hund katze junge mädchen spielt läuft sitzt steht fährt "
-          "mit dem einem roten blauen großen kleinen ball fahrrad auto straße park strand wasser schnee vor "
-          "neben auf im in an über durch hause stadt buch liest trägt hemd hut".split(),
-    "en": "a an two the man woman child dog cat boy girl plays runs sits stands rides with red blue big "
-          "small ball bicycle car street park beach water snow in front of next to on at over through "
-          "house city book reads wears shirt hat".split(),
+    "de": "ein eine zwei der die das mann frau kind hund katze junge mädchen spielt läuft sitzt "
+          "steht fährt mit dem einem roten blauen großen kleinen ball fahrrad auto straße park "
+          "strand wasser schnee vor neben auf im in an über durch hause stadt buch liest trägt "
+          "hemd hut".split(),
+    "en": "a an two the man woman child dog cat boy girl plays runs sits stands rides with red "
+          "blue big small ball bicycle car street park beach water snow in front of next to on at "
+          "over through house city book reads wears shirt hat".split(),
 }
 
 
-# --- pages, server, memory ---------------------------------------------------------------------------
+# --- pages, server, memory ------------------------------------------------------------------------
 
 def rss_bytes(pid: int) -> int:
     """VmRSS of the process and all its descendants (0 for a process that is gone)."""
@@ -64,7 +67,8 @@ def rss_bytes(pid: int) -> int:
 
 
 def pid_listening_on(port: int) -> int | None:
-    """The process that listens on 127.0.0.1:<port>, found through /proc/net/tcp and the fds in /proc."""
+    """The process that listens on 127.0.0.1:<port>, found through /proc/net/tcp and the fds in
+    /proc."""
     inodes = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
@@ -95,17 +99,19 @@ def sentence_language(label: str) -> str:
     return lang if lang in WORDS else "de"
 
 
-# --- (a) rerun times with AppTest ---------------------------------------------------------------------
+# --- (a) rerun times with AppTest -----------------------------------------------------------------
 
 def sentence_of_tokens(checkpoints: Path, name: str | None, n_tokens: int) -> tuple[str, str, int]:
-    """A sentence whose source has n_tokens tokens (with </s>) for the chosen checkpoint: (name, text, count)."""
+    """A sentence whose source has n_tokens tokens (with </s>) for the chosen checkpoint: (name,
+    text, count)."""
     sys.path.insert(0, str(ROOT))
     os.environ[CHECKPOINTS_ENV] = str(checkpoints)
     from transformer_viz.app import catalogue
     from transformer_viz.checkpoints import load_checkpoint
     from transformer_viz.text.tokenizer import encode_source
 
-    available = catalogue.list_checkpoints()  # the app's own discovery, so the name matches the sidebar's
+    # the app's own discovery, so the name matches the sidebar's
+    available = catalogue.list_checkpoints()
     if not available:
         raise SystemExit(f"no checkpoint in {checkpoints}")
     name = name or sorted(available)[0]
@@ -122,7 +128,8 @@ def sentence_of_tokens(checkpoints: Path, name: str | None, n_tokens: int) -> tu
     return name, text, count
 
 
-def measure_reruns(checkpoints: Path, name: str | None, n_tokens: int, reruns: int) -> tuple[dict, dict]:
+def measure_reruns(checkpoints: Path, name: str | None, n_tokens: int,
+                   reruns: int) -> tuple[dict, dict]:
     from streamlit.testing.v1 import AppTest
 
     name, sentence, count = sentence_of_tokens(checkpoints, name, n_tokens)
@@ -143,16 +150,19 @@ def measure_reruns(checkpoints: Path, name: str | None, n_tokens: int, reruns: i
             t = time.perf_counter()
             at.run()
             times.append(time.perf_counter() - t)
-        results[page["title"]] = {"median_ms": 1000 * statistics.median(times), "max_ms": 1000 * max(times),
+        results[page["title"]] = {"median_ms": 1000 * statistics.median(times),
+                                  "max_ms": 1000 * max(times),
                                   "charts": len(at.get("plotly_chart"))}
     return info, results
 
 
-# --- (b) cold start and (c) memory in the browser -------------------------------------------------------
+# --- (b) cold start and (c) memory in the browser -------------------------------------------------
 
 def launch_browser(playwright, extra_args: list[str] | tuple[str, ...] = ()):
-    """Debian's Chromium, headless, with the flags every test and benchmark uses (and ``extra_args``)."""
-    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=[*CHROMIUM_ARGS, *extra_args])
+    """Debian's Chromium, headless, with the flags every test and benchmark uses (and
+    ``extra_args``)."""
+    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                      args=[*CHROMIUM_ARGS, *extra_args])
 
 
 def nav_link(page, title: str):
@@ -162,8 +172,10 @@ def nav_link(page, title: str):
 
 
 def wait_for_run(page, after: int, timeout_s: float, **expect: str) -> None:
-    """Until the run after an action is drawn; `expect` (sentence=, title=): what the action makes the page show."""
-    page.wait_for_function(RUN_DONE_JS, arg={"after": after, **expect}, polling=50, timeout=timeout_s * 1000)
+    """Until the run after an action is drawn; `expect` (sentence=, title=): what the action makes
+    the page show."""
+    page.wait_for_function(RUN_DONE_JS, arg={"after": after, **expect}, polling=50,
+                           timeout=timeout_s * 1000)
 
 
 def cpu_seconds(pids: list[int]) -> float:
@@ -179,8 +191,9 @@ def cpu_seconds(pids: list[int]) -> float:
 
 
 def chromium_pids() -> list[int]:
-    """The Chromium processes this process started (through playwright's driver), not any other on the
-    machine: a second browser running beside the benchmark would otherwise count as this one's work."""
+    """The Chromium processes this process started (through playwright's driver), not any other on
+    the machine: a second browser running beside the benchmark would otherwise count as this one's
+    work."""
     pids = []
     for p in process_tree([os.getpid()]):
         try:
@@ -192,8 +205,8 @@ def chromium_pids() -> list[int]:
 
 
 def count_received_bytes(page) -> list[int]:
-    """A one-element list that grows by the size of every websocket message the server sends this page
-    (Streamlit's protobuf messages: elements, figures, widget states)."""
+    """A one-element list that grows by the size of every websocket message the server sends this
+    page (Streamlit's protobuf messages: elements, figures, widget states)."""
     received = [0]
 
     def on_socket(ws) -> None:
@@ -205,9 +218,9 @@ def count_received_bytes(page) -> list[int]:
 
 def measure_cpu(browser, url: str, server_pid: int, commits: int, timeout_s: float,
                 only: set[str] | None = None) -> dict:
-    """(d) CPU seconds that opening each page, and then typing a new sentence on it, cost the server and the
-    browser, one session at a time: what a lecture hall multiplies by its number of students; and the bytes
-    the server sent the browser for each."""
+    """(d) CPU seconds that opening each page, and then typing a new sentence on it, cost the server
+    and the browser, one session at a time: what a lecture hall multiplies by its number of
+    students; and the bytes the server sent the browser for each."""
     out = {}
     for k, info in enumerate(app_pages()):
         if only and info["url_path"] not in only:
@@ -229,7 +242,8 @@ def measure_cpu(browser, url: str, server_pid: int, commits: int, timeout_s: flo
             words = [WORDS[lang][(7 * n + 3 * k + i) % len(WORDS[lang])] for i in range(10)]
             before, t = page.evaluate("window.__stRuns"), time.perf_counter()
             c0, d0, r0 = cpu_seconds(chromium_pids()), cpu_seconds([server_pid]), received[0]
-            text = f"{' '.join(words).capitalize()} {k}{n} ."  # new to the run cache: a real model run
+            # new to the run cache: a real model run
+            text = f"{' '.join(words).capitalize()} {k}{n} ."
             area.fill(text)
             area.press("Control+Enter")
             wait_for_run(page, before, timeout_s, sentence=text)
@@ -238,7 +252,8 @@ def measure_cpu(browser, url: str, server_pid: int, commits: int, timeout_s: flo
             browser_s.append(cpu_seconds(chromium_pids()) - c0)
             server_s.append(cpu_seconds([server_pid]) - d0)
             sent.append(received[0] - r0)
-        out[info["title"]] = {"open_browser_cpu_s": b1 - b0, "open_server_cpu_s": s1 - s0, "open_bytes": open_bytes,
+        out[info["title"]] = {"open_browser_cpu_s": b1 - b0, "open_server_cpu_s": s1 - s0,
+                              "open_bytes": open_bytes,
                               "commit_bytes": statistics.median(sent),
                               "commit_wall_s": statistics.median(walls),
                               "commit_browser_cpu_s": statistics.median(browser_s),
@@ -247,7 +262,8 @@ def measure_cpu(browser, url: str, server_pid: int, commits: int, timeout_s: flo
     return out
 
 
-def measure_browser(checkpoints: Path, timeout_s: float, commits: int = 0, only: set[str] | None = None) -> dict:
+def measure_browser(checkpoints: Path, timeout_s: float, commits: int = 0,
+                    only: set[str] | None = None) -> dict:
     from playwright.sync_api import sync_playwright
 
     out = {}
@@ -264,7 +280,8 @@ def measure_browser(checkpoints: Path, timeout_s: float, commits: int = 0, only:
             wait_for_run(page, 0, timeout_s, title=default_page()["title"])
             out["cold_start_s"] = time.perf_counter() - t0
             out["server_ready_s"] = health_s
-            out["first_page_charts"] = page.locator('[data-testid="stMain"] [data-testid="stPlotlyChart"]').count()
+            charts = page.locator('[data-testid="stMain"] [data-testid="stPlotlyChart"]')
+            out["first_page_charts"] = charts.count()
             out["rss_after_first_page_mib"] = rss_bytes(proc.pid) / 2**20
             errors = {}
             for info in app_pages():
@@ -286,26 +303,11 @@ def measure_browser(checkpoints: Path, timeout_s: float, commits: int = 0, only:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--checkpoints", type=Path, default=ROOT / "checkpoints",
-                        help="directory of checkpoint directories (default: the project's checkpoints/)")
-    parser.add_argument("--checkpoint", help="checkpoint name for the rerun timings (default: the first)")
-    parser.add_argument("--tokens", type=int, default=20, help="source tokens of the timed sentence")
-    parser.add_argument("--reruns", type=int, default=20, help="timed reruns per page")
-    parser.add_argument("--timeout", type=float, default=120, help="bound on every wait in seconds")
-    parser.add_argument("--skip-browser", action="store_true", help="only (a): no Chromium")
-    parser.add_argument("--commits", type=int, default=3,
-                        help="(d): new sentences typed per page while measuring CPU time (0 skips (d))")
-    parser.add_argument("--pages", help="(d) only on these pages, by url_path, comma-separated (default: all)")
-    parser.add_argument("--json", type=Path, help="also write the results as JSON to this file")
-    args = parser.parse_args()
-    checkpoints = args.checkpoints.resolve()
-
-    info, reruns = measure_reruns(checkpoints, args.checkpoint, args.tokens, args.reruns)
-    print(f"(a) server-side rerun per page: checkpoint {info['checkpoint']!r}, {info['source_tokens']} source "
-          f"tokens, median of {args.reruns} reruns after one warm-up (target <= {TARGETS['rerun_ms']} ms)")
+def print_reruns(info: dict, reruns: dict, count: int) -> None:
+    """(a) as a table: each page's median and largest rerun against the target."""
+    print(f"(a) server-side rerun per page: checkpoint {info['checkpoint']!r}, "
+          f"{info['source_tokens']} source tokens, median of {count} reruns after one warm-up "
+          f"(target <= {TARGETS['rerun_ms']} ms)")
     print(f"    sentence: {info['sentence']}")
     print(f"    {'page':<28} {'median ms':>10} {'max ms':>9} {'charts':>7}  ok")
     for title, r in reruns.items():
@@ -314,6 +316,57 @@ def main() -> None:
             continue
         ok = "yes" if r["median_ms"] <= TARGETS["rerun_ms"] else "NO"
         print(f"    {title:<28} {r['median_ms']:>10.1f} {r['max_ms']:>9.1f} {r['charts']:>7}  {ok}")
+
+
+def print_browser(b: dict, commits: int) -> None:
+    """(b), (c) and, when measured, (d): :func:`measure_browser`'s results against the targets."""
+    ok = "yes" if b["cold_start_s"] <= TARGETS["cold_start_s"] else "NO"
+    print(f"(b) cold start to the first page with its {b['first_page_charts']} chart(s): "
+          f"{b['cold_start_s']:.2f} s (server answering after {b['server_ready_s']:.2f} s; "
+          f"target <= {TARGETS['cold_start_s']} s) {ok}")
+    ok = "yes" if b["rss_after_all_pages_mib"] <= TARGETS["rss_mib"] else "NO"
+    print(f"(c) server RSS after every page: {b['rss_after_all_pages_mib']:.0f} MiB "
+          f"(after the first page: {b['rss_after_first_page_mib']:.0f} MiB; "
+          f"target <= {TARGETS['rss_mib']} MiB) {ok}")
+    if b["page_errors"]:
+        print(f"    errors shown on pages: {json.dumps(b['page_errors'], ensure_ascii=False)}")
+    if "cpu" not in b:
+        return
+    print(f"(d) CPU seconds per session, one at a time "
+          f"(median of {commits} new sentences per page)")
+    print(f"    {'page':<28} {'open: browser':>14} {'server':>7} {'kB':>6} "
+          f"{'new sentence: wall':>19} {'browser':>8} {'server':>7} {'kB':>6}")
+    for title, c in b["cpu"].items():
+        print(f"    {title:<28} {c['open_browser_cpu_s']:>14.1f} {c['open_server_cpu_s']:>7.1f} "
+              f"{c['open_bytes'] / 1000:>6.1f} {c['commit_wall_s']:>19.2f} "
+              f"{c['commit_browser_cpu_s']:>8.2f} {c['commit_server_cpu_s']:>7.2f} "
+              f"{c['commit_bytes'] / 1000:>6.1f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkpoints", type=Path, default=ROOT / "checkpoints",
+                        help="directory of checkpoint directories (default: the project's "
+                             "checkpoints/)")
+    parser.add_argument("--checkpoint",
+                        help="checkpoint name for the rerun timings (default: the first)")
+    parser.add_argument("--tokens", type=int, default=20,
+                        help="source tokens of the timed sentence")
+    parser.add_argument("--reruns", type=int, default=20, help="timed reruns per page")
+    parser.add_argument("--timeout", type=float, default=120, help="bound on every wait in seconds")
+    parser.add_argument("--skip-browser", action="store_true", help="only (a): no Chromium")
+    parser.add_argument("--commits", type=int, default=3,
+                        help="(d): new sentences typed per page while measuring CPU time "
+                             "(0 skips (d))")
+    parser.add_argument("--pages",
+                        help="(d) only on these pages, by url_path, comma-separated (default: all)")
+    parser.add_argument("--json", type=Path, help="also write the results as JSON to this file")
+    args = parser.parse_args()
+    checkpoints = args.checkpoints.resolve()
+
+    info, reruns = measure_reruns(checkpoints, args.checkpoint, args.tokens, args.reruns)
+    print_reruns(info, reruns, args.reruns)
     result = {"rerun": {"info": info, "pages": reruns}}
 
     if not args.skip_browser:
@@ -323,24 +376,7 @@ def main() -> None:
             b = measure_browser(checkpoints, args.timeout, args.commits,
                                 set(args.pages.split(",")) if args.pages else None)
             result["browser"] = b
-            ok = "yes" if b["cold_start_s"] <= TARGETS["cold_start_s"] else "NO"
-            print(f"(b) cold start to the first page with its {b['first_page_charts']} chart(s): "
-                  f"{b['cold_start_s']:.2f} s (server answering after {b['server_ready_s']:.2f} s; "
-                  f"target <= {TARGETS['cold_start_s']} s) {ok}")
-            ok = "yes" if b["rss_after_all_pages_mib"] <= TARGETS["rss_mib"] else "NO"
-            print(f"(c) server RSS after every page: {b['rss_after_all_pages_mib']:.0f} MiB (after the first page: "
-                  f"{b['rss_after_first_page_mib']:.0f} MiB; target <= {TARGETS['rss_mib']} MiB) {ok}")
-            if b["page_errors"]:
-                print(f"    errors shown on pages: {json.dumps(b['page_errors'], ensure_ascii=False)}")
-            if "cpu" in b:
-                print(f"(d) CPU seconds per session, one at a time (median of {args.commits} new sentences per page)")
-                print(f"    {'page':<28} {'open: browser':>14} {'server':>7} {'kB':>6} {'new sentence: wall':>19} "
-                      f"{'browser':>8} {'server':>7} {'kB':>6}")
-                for title, c in b["cpu"].items():
-                    print(f"    {title:<28} {c['open_browser_cpu_s']:>14.1f} {c['open_server_cpu_s']:>7.1f} "
-                          f"{c['open_bytes'] / 1000:>6.1f} {c['commit_wall_s']:>19.2f} "
-                          f"{c['commit_browser_cpu_s']:>8.2f} {c['commit_server_cpu_s']:>7.2f} "
-                          f"{c['commit_bytes'] / 1000:>6.1f}")
+            print_browser(b, args.commits)
     if args.json:
         args.json.write_text(json.dumps(result, indent=2, ensure_ascii=False))
 

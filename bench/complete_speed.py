@@ -1,8 +1,9 @@
-"""How fast does the "Complete the sentence" page rerun for a new prompt? Server-side rerun time in Streamlit's
-AppTest (in this process), with the models loaded: the page runs once per prompt to warm up, then each timed
-rerun types a prompt not seen before (nothing cached), so it costs the completion (greedy, 12 new tokens, the
-page's default length), the traced forward pass and the open step's figure. The median is reported, and
-the library call alone (engine.run_prompt) for comparison. Target: <= 300 ms median.
+"""How fast does the "Complete the sentence" page rerun for a new prompt? Server-side rerun time in
+Streamlit's AppTest (in this process), with the models loaded: the page runs once per prompt to warm
+up, then each timed rerun types a prompt not seen before (nothing cached), so it costs the
+completion (greedy, 12 new tokens, the page's default length), the traced forward pass and the open
+step's figure. The median is reported, and the library call alone (engine.run_prompt) for
+comparison. Target: <= 300 ms median.
 
     .venv/bin/python bench/complete_speed.py                         # checkpoints/ of the project
     .venv/bin/python bench/complete_speed.py --checkpoints DIR --prompts 15 --json out.json
@@ -24,10 +25,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 TARGET_MS = 300
-STARTS = ["Where there is a will, there", "A man in a red", "Two dogs are", "The children play", "She said that",
-          "A woman with a", "I think that the", "A group of people", "The weather is", "My brother and I",
-          "A young boy is", "We should go to", "There is a cat", "The man on the", "Tom wants to",
-          "A girl in a blue", "People are walking", "It is too late", "The old car", "Please tell me"]
+STARTS = ["Where there is a will, there", "A man in a red", "Two dogs are", "The children play",
+          "She said that", "A woman with a", "I think that the", "A group of people",
+          "The weather is", "My brother and I", "A young boy is", "We should go to",
+          "There is a cat", "The man on the", "Tom wants to", "A girl in a blue",
+          "People are walking", "It is too late", "The old car", "Please tell me"]
 
 
 def timed_reruns(checkpoints: Path, n: int, step: int) -> list[float]:
@@ -45,7 +47,8 @@ def timed_reruns(checkpoints: Path, n: int, step: int) -> list[float]:
         at.run()
     times = []
     for k in range(n):
-        at.text_input(key="complete_prompt").set_value(f"{STARTS[k % len(STARTS)]} {'and ' * (k // len(STARTS))}")
+        at.text_input(key="complete_prompt").set_value(
+            f"{STARTS[k % len(STARTS)]} {'and ' * (k // len(STARTS))}")
         start = time.perf_counter()
         at.run()
         times.append(time.perf_counter() - start)
@@ -71,7 +74,8 @@ def library_times(checkpoint: Path, n: int) -> list[float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoints", type=Path, default=ROOT / "checkpoints")
-    parser.add_argument("--model", default="gpt-en", help="the decoder-only checkpoint's directory name")
+    parser.add_argument("--model", default="gpt-en",
+                        help="the decoder-only checkpoint's directory name")
     parser.add_argument("--prompts", type=int, default=15)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -81,9 +85,11 @@ def main() -> int:
     lib = library_times(args.checkpoints / args.model, args.prompts)
     out = {"library_ms": 1000 * statistics.median(lib)}
     for step, name in ((0, "temperature"), (2, "attention")):
-        out[f"rerun_ms_{name}"] = 1000 * statistics.median(timed_reruns(args.checkpoints, args.prompts, step))
+        out[f"rerun_ms_{name}"] = 1000 * statistics.median(
+            timed_reruns(args.checkpoints, args.prompts, step))
     for key, value in out.items():
-        print(f"{key:24s} median {value:7.1f} ms" + (f"  (target <= {TARGET_MS} ms)" if key.startswith("rerun") else ""))
+        print(f"{key:24s} median {value:7.1f} ms"
+              + (f"  (target <= {TARGET_MS} ms)" if key.startswith("rerun") else ""))
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n")
     return 0 if all(v <= TARGET_MS for k, v in out.items() if k.startswith("rerun")) else 1

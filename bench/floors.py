@@ -1,15 +1,17 @@
-"""What Streamlit and plotly.js cost on this machine before any of the app's own work: the floors under the
-browser targets of bench/app_speed.py and bench/lecture_speed.py.
+"""What Streamlit and plotly.js cost on this machine before any of the app's own work: the floors
+under the browser targets of bench/app_speed.py and bench/lecture_speed.py.
 
 (1) cold start: from launching `streamlit run` (Chromium already running) to the page drawn, for the
-    yardstick page (bench/baseline_app.py: a text area, a title, a line of text), the same page with one
-    small plotly chart (``-- --chart``: the browser loads plotly.js as the app's first page does) and the
-    app (its first page with its chart, the trained checkpoints of checkpoints/), in turn, --rounds times.
-(2) CPU per rerun of the yardstick page, without and with its chart (which then shows the sentence's words,
-    a new figure per sentence): a new sentence typed in its text area, until the page shows it, then 300 ms
-    for the last layout pass, as app_speed.py's part (d) waits; CPU seconds (/proc/<pid>/stat) of all
-    Chromium processes and of the server, --reruns times, median and mean. The server's is the floor under the
-    proxy benchmark's CPU per sentence, beside the model's own (bench/model_cost.py).
+    yardstick page (bench/baseline_app.py: a text area, a title, a line of text), the same page with
+    one small plotly chart (``-- --chart``: the browser loads plotly.js as the app's first page
+    does) and the app (its first page with its chart, the trained checkpoints of checkpoints/), in
+    turn, --rounds times.
+(2) CPU per rerun of the yardstick page, without and with its chart (which then shows the sentence's
+    words, a new figure per sentence): a new sentence typed in its text area, until the page shows
+    it, then 300 ms for the last layout pass, as app_speed.py's part (d) waits; CPU seconds
+    (/proc/<pid>/stat) of all Chromium processes and of the server, --reruns times, median and mean.
+    The server's is the floor under the proxy benchmark's CPU per sentence, beside the model's own
+    (bench/model_cost.py).
 
     .venv/bin/python bench/floors.py                 # 3 rounds, 12 reruns of each yardstick page
     .venv/bin/python bench/floors.py --rounds 5 --json floors.json
@@ -43,7 +45,8 @@ def cold_start(browser, script: tuple[str, tuple[str, ...]], timeout_s: float) -
     context.add_init_script(COUNT_RUNS_JS)
     page = context.new_page()
     t0 = time.perf_counter()
-    proc, url, _ = start_server(ROOT / "checkpoints", timeout_s=timeout_s, script=script[0], script_args=script[1])
+    proc, url, _ = start_server(ROOT / "checkpoints", timeout_s=timeout_s, script=script[0],
+                                script_args=script[1])
     try:
         page.goto(url)
         wait_for_run(page, 0, timeout_s, title=TITLE)
@@ -53,8 +56,10 @@ def cold_start(browser, script: tuple[str, tuple[str, ...]], timeout_s: float) -
         context.close()
 
 
-def rerun_cpu(browser, script: tuple[str, tuple[str, ...]], reruns: int, timeout_s: float) -> dict[str, list[float]]:
-    """CPU seconds of Chromium and of the server per rerun of ``script`` (a yardstick page), each a list."""
+def rerun_cpu(browser, script: tuple[str, tuple[str, ...]], reruns: int,
+              timeout_s: float) -> dict[str, list[float]]:
+    """CPU seconds of Chromium and of the server per rerun of ``script`` (a yardstick page), each a
+    list."""
     proc, url, _ = start_server(None, timeout_s=timeout_s, script=script[0], script_args=script[1])
     try:
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
@@ -83,7 +88,8 @@ def rerun_cpu(browser, script: tuple[str, tuple[str, ...]], reruns: int, timeout
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=3, help="cold starts of each script, taken in turn")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="cold starts of each script, taken in turn")
     parser.add_argument("--reruns", type=int, default=12, help="timed reruns of the yardstick page")
     parser.add_argument("--timeout", type=float, default=120, help="bound on every wait in seconds")
     parser.add_argument("--json", type=Path, help="also write the results here")
@@ -98,18 +104,22 @@ def main() -> None:
                 for name, script in SCRIPTS.items():
                     cold[name].append(cold_start(browser, script, args.timeout))
                     print(f"round {r + 1}: {name}: {cold[name][-1]:.2f} s", file=sys.stderr)
-            cpu = {name: rerun_cpu(browser, SCRIPTS[name], args.reruns, args.timeout) for name in RERUN_PAGES}
+            cpu = {name: rerun_cpu(browser, SCRIPTS[name], args.reruns, args.timeout)
+                   for name in RERUN_PAGES}
         finally:
             browser.close()
     print(f"load average: {os.getloadavg()[0]:.2f}")
     print("(1) cold start, launch -> page drawn: median (all)")
     for name, times in cold.items():
-        print(f"    {name:36s} {statistics.median(times):5.2f} s  ({', '.join(f'{t:.2f}' for t in times)})")
+        print(f"    {name:36s} {statistics.median(times):5.2f} s  "
+              f"({', '.join(f'{t:.2f}' for t in times)})")
     # The clock ticks in 10 ms steps: the server's few ticks per rerun say more as a mean.
-    print(f"(2) CPU seconds per rerun (a new sentence): median, mean (min-max of {args.reruns} reruns)")
+    print(f"(2) CPU seconds per rerun (a new sentence): median, mean "
+          f"(min-max of {args.reruns} reruns)")
     for name, parts in cpu.items():
-        print(f"    {name:36s} " + "  ".join(f"{who} {statistics.median(v):.3f}, {statistics.mean(v):.3f} "
-                                             f"({min(v):.3f}-{max(v):.3f})" for who, v in parts.items()))
+        print(f"    {name:36s} "
+              + "  ".join(f"{who} {statistics.median(v):.3f}, {statistics.mean(v):.3f} "
+                          f"({min(v):.3f}-{max(v):.3f})" for who, v in parts.items()))
     if args.json:
         args.json.write_text(json.dumps({"cold_start_s": cold, "rerun_cpu_s": cpu}, indent=1))
 

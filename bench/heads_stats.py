@@ -1,21 +1,23 @@
-"""Attention is not attribution, measured, and the heads a translation needs most: the README's numbers for
-the page "What does a head do?", over the first --limit sentences of a Multi30k split.
+"""Attention is not attribution, measured, and the heads a translation needs most: the README's
+numbers for the page "What does a head do?", over the first --limit sentences of a Multi30k split.
 
-Per sentence: the greedy translation (engine.run_sentence, as the page shows it), then teacher-forced on it
+Per sentence: the greedy translation (engine.run_sentence, as the page shows it), then
+teacher-forced on it
 
-- per decoder layer, how often cross-attention's most-attended source token (argmax over the source, per
-  head) is the most-attributed one (argmax of integrated gradients, and of gradient × input), counted over
-  every target position of every sentence and averaged over the layer's heads; and the same for the
-  attention averaged over the heads;
-- per head, the drop of log p(translation) when that head alone is off (text.explain.heads_run), averaged
-  over the sentences: the five largest;
-- integrated gradients' completeness gap, Σ_t |Σ_s IG_ts − (f_t(e) − f_t(e'))| / Σ_t |f_t(e) − f_t(e')|.
+- per decoder layer, how often cross-attention's most-attended source token (argmax over the source,
+  per head) is the most-attributed one (argmax of integrated gradients, and of gradient × input),
+  counted over every target position of every sentence and averaged over the layer's heads; and the
+  same for the attention averaged over the heads;
+- per head, the drop of log p(translation) when that head alone is off (text.explain.heads_run),
+  averaged over the sentences: the five largest;
+- integrated gradients' completeness gap,
+  Σ_t |Σ_s IG_ts − (f_t(e) − f_t(e'))| / Σ_t |f_t(e) − f_t(e')|.
 
-    nohup nice -n 10 .venv/bin/python bench/heads_stats.py --checkpoint checkpoints/de-en --limit 500 \\
-        --ig-steps 16 > /tmp/heads_stats.log 2>&1 &
+    nohup nice -n 10 .venv/bin/python bench/heads_stats.py --checkpoint checkpoints/de-en \\
+        --limit 500 --ig-steps 16 > /tmp/heads_stats.log 2>&1 &
 
-Writes bench/results/heads_stats.json (or --out) every --save-every sentences (partial numbers while it runs) and at
-the end, and prints the tables as markdown. One torch thread.
+Writes bench/results/heads_stats.json (or --out) every --save-every sentences (partial numbers while
+it runs) and at the end, and prints the tables as markdown. One torch thread.
 """
 
 from __future__ import annotations
@@ -42,32 +44,38 @@ OUT = Path(__file__).resolve().parent / "results" / "heads_stats.json"
 def sentence_numbers(ckpt, source: str, steps: int) -> dict:
     run = run_sentence(ckpt, source)
     cfg, model = ckpt.config, ckpt.model
-    cross = np.stack([run.trace[f"decoder.{i}.cross_attn.weights"][0].numpy() for i in range(cfg.N)])  # (N, h, T, S)
+    cross = np.stack([run.trace[f"decoder.{i}.cross_attn.weights"][0].numpy()
+                      for i in range(cfg.N)])  # (N, h, T, S)
     ig, delta = X.integrated_gradients(model, run.src_ids, run.tgt_ids, steps)
     gxi = X.gradient_x_input(model, run.src_ids, run.tgt_ids)
     heads = X.heads_run(model, run.src_ids, run.tgt_ids)
     T = cross.shape[2]
     return {"T": T, "ig": X.argmax_agreement(cross, ig), "gxi": X.argmax_agreement(cross, gxi),
-            "drops": heads.drops, "gap": float(np.abs(ig.sum(-1) - delta).sum()), "delta": float(np.abs(delta).sum()),
+            "drops": heads.drops, "gap": float(np.abs(ig.sum(-1) - delta).sum()),
+            "delta": float(np.abs(delta).sum()),
             "heads": [str(h) for h in heads.heads]}
 
 
 def summary(rows: list[dict], args) -> dict:
     positions = sum(r["T"] for r in rows)
 
-    def weighted(method: str, key: str) -> list[float]:  # over every target position of every sentence
+    # over every target position of every sentence
+    def weighted(method: str, key: str) -> list[float]:
         return (sum(r[method][key] * r["T"] for r in rows) / positions).round(4).tolist()
 
     drops = np.mean([r["drops"] for r in rows], axis=0)
     order = np.argsort(-drops)[:5]
-    return {"checkpoint": args.checkpoint, "split": args.split, "sentences": len(rows), "target_positions": positions,
+    return {"checkpoint": args.checkpoint, "split": args.split, "sentences": len(rows),
+            "target_positions": positions,
             "ig_steps": args.ig_steps,
             "agreement_ig_per_layer_mean_over_heads": weighted("ig", "per_layer"),
             "agreement_ig_head_mean_attention": weighted("ig", "mean_heads"),
             "agreement_gxi_per_layer_mean_over_heads": weighted("gxi", "per_layer"),
             "agreement_gxi_head_mean_attention": weighted("gxi", "mean_heads"),
-            "top5_heads_mean_drop_nats": [[rows[0]["heads"][i], round(float(drops[i]), 4)] for i in order],
-            "ig_completeness_gap": round(sum(r["gap"] for r in rows) / sum(r["delta"] for r in rows), 4)}
+            "top5_heads_mean_drop_nats": [[rows[0]["heads"][i], round(float(drops[i]), 4)]
+                                          for i in order],
+            "ig_completeness_gap": round(sum(r["gap"] for r in rows)
+                                         / sum(r["delta"] for r in rows), 4)}
 
 
 def main() -> None:
@@ -78,7 +86,8 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=500)
     parser.add_argument("--ig-steps", type=int, default=16)
     parser.add_argument("--save-every", type=int, default=25)
-    parser.add_argument("--out", type=Path, default=OUT, help=f"the JSON written (default {OUT.name} in bench/results)")
+    parser.add_argument("--out", type=Path, default=OUT,
+                        help=f"the JSON written (default {OUT.name} in bench/results)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     ckpt = load_checkpoint(args.checkpoint)
@@ -99,7 +108,8 @@ def main() -> None:
     for key, name in (("agreement_ig_per_layer_mean_over_heads", "IG, mean over heads"),
                       ("agreement_ig_head_mean_attention", "IG, head-averaged attention"),
                       ("agreement_gxi_per_layer_mean_over_heads", "grad × input, mean over heads"),
-                      ("agreement_gxi_head_mean_attention", "grad × input, head-averaged attention")):
+                      ("agreement_gxi_head_mean_attention",
+                       "grad × input, head-averaged attention")):
         print(f"| {name} | " + " | ".join(f"{100 * v:.1f} %" for v in result[key]) + " |")
 
 

@@ -1,17 +1,21 @@
-"""Bounded load and soak tests of the running app, through real headless-Chromium sessions on 127.0.0.1.
+"""Bounded load and soak tests of the running app, through real headless-Chromium sessions on
+127.0.0.1.
 
-Load (default): --sessions browser sessions (one Chromium, one context each, spread over the pages) each
-type a new sentence every --interval seconds and wait until the run is over and every chart is drawn.
-Records the time from typing to drawn charts (p50, p95, max), the errors (exceptions or error boxes on
-the page, timeouts), and the server's resident memory over time. Stops by itself after --minutes.
+Load (default): --sessions browser sessions (one Chromium, one context each, spread over the pages)
+each type a new sentence every --interval seconds and wait until the run is over and every chart is
+drawn. Records the time from typing to drawn charts (p50, p95, max), the errors (exceptions or error
+boxes on the page, timeouts), and the server's resident memory over time. Stops by itself after
+--minutes.
 
-Soak (--reruns N): one session warms up (every page with every one of --soak-sentences sentences), then
-does N more sequential reruns over the same pages and sentences, so the caches are warm and any growth
-of the server's memory is a leak, not a cache filling up. Reports the growth in % (target <= 10 %).
+Soak (--reruns N): one session warms up (every page with every one of --soak-sentences sentences),
+then does N more sequential reruns over the same pages and sentences, so the caches are warm and any
+growth of the server's memory is a leak, not a cache filling up. Reports the growth in %
+(target <= 10 %).
 
     .venv/bin/python bench/load_test.py --start-server --sessions 20 --minutes 5
     .venv/bin/python bench/load_test.py --start-server --reruns 500
-    .venv/bin/python bench/load_test.py --port 8501 --sessions 5 --minutes 1     # an app already running
+    # an app already running
+    .venv/bin/python bench/load_test.py --port 8501 --sessions 5 --minutes 1
 
 Prints a JSON summary on stdout (progress goes to stderr). Talks only to 127.0.0.1.
 """
@@ -31,9 +35,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the project root, for tests.support
-from tests.support.browser import (CHROMIUM, CHROMIUM_ARGS, COUNT_RUNS_JS, PAGE_ERRORS_JS, ROOT,  # noqa: E402
-                                   RUN_DONE_JS, app_pages, default_page, page_url, start_server, stop_server)
+# the project root, for tests.support
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.support.browser import (CHROMIUM, CHROMIUM_ARGS, COUNT_RUNS_JS, PAGE_ERRORS_JS,  # noqa: E402
+                                   ROOT, RUN_DONE_JS, app_pages, default_page, page_url,
+                                   start_server, stop_server)
 from app_speed import WORDS, nav_link, pid_listening_on, rss_bytes, sentence_language  # noqa: E402
 
 MIB = 2**20
@@ -48,7 +54,8 @@ def chosen_pages(spec: str | None) -> list[dict]:
     wanted = [w.strip() for w in spec.split(",") if w.strip()]
     unknown = set(wanted) - {p["url_path"] for p in pages}
     if unknown:
-        raise SystemExit(f"unknown page(s) {sorted(unknown)}; known: {[p['url_path'] for p in pages]}")
+        raise SystemExit(f"unknown page(s) {sorted(unknown)}; "
+                         f"known: {[p['url_path'] for p in pages]}")
     return [p for p in pages if p["url_path"] in wanted]
 
 
@@ -65,13 +72,15 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 def new_sentence(rng: random.Random, lang: str, serial: str) -> str:
-    # A serial number makes every sentence new to the server's run cache: each one costs a real model run.
+    # A serial number makes every sentence new to the server's run cache: each one costs a real
+    # model run.
     words = rng.choices(WORDS[lang], k=rng.randint(5, 14))
     return f"{' '.join(words).capitalize()} {serial} ."
 
 
 class Session:
-    """One browser context on one page of the app, with a run counter installed before the app loads."""
+    """One browser context on one page of the app, with a run counter installed before the app
+    loads."""
 
     def __init__(self, browser, url: str, timeout_s: float):
         self.browser, self.url, self.timeout_s = browser, url, timeout_s
@@ -90,7 +99,8 @@ class Session:
         self.lang = sentence_language(label)
 
     async def goto(self, page: dict | None = None) -> None:
-        """Load `page` (None: the default page) and wait until its run is over and its charts are drawn."""
+        """Load `page` (None: the default page) and wait until its run is over and its charts are
+        drawn."""
         page = page or default_page()
         await self.page.goto(page_url(self.url, page))
         await self.wait(0, title=page["title"])  # a fast first run may never show as "running"
@@ -102,13 +112,16 @@ class Session:
         return await self.page.evaluate("window.__stRuns")
 
     async def wait(self, after: int, **expect: str) -> None:
-        """Until the run after the action is over and drawn; `expect` (sentence=, title=) says what it shows."""
-        # Every 100 ms: with tens of sessions in one browser, faster polling itself costs noticeable CPU.
+        """Until the run after the action is over and drawn; `expect` (sentence=, title=) says what
+        it shows."""
+        # Every 100 ms: with tens of sessions in one browser, faster polling itself costs noticeable
+        # CPU.
         await self.page.wait_for_function(RUN_DONE_JS, arg={"after": after, **expect}, polling=100,
                                           timeout=self.timeout_s * 1000)
 
     async def commit(self, text: str) -> list[str]:
-        """Type and commit a sentence; wait for the run and the charts. Returns the errors shown on the page."""
+        """Type and commit a sentence; wait for the run and the charts. Returns the errors shown on
+        the page."""
         area = self.area()
         await area.fill(text)
         before = await self.runs()
@@ -129,7 +142,8 @@ class Session:
             await self.page.context.close()
 
 
-async def sample_memory(pid: int, samples: list, stop: asyncio.Event, every_s: float, t0: float) -> None:
+async def sample_memory(pid: int, samples: list, stop: asyncio.Event, every_s: float,
+                        t0: float) -> None:
     while not stop.is_set():
         samples.append((round(time.perf_counter() - t0, 1), round(rss_bytes(pid) / MIB, 1)))
         try:
@@ -138,12 +152,14 @@ async def sample_memory(pid: int, samples: list, stop: asyncio.Event, every_s: f
             pass
 
 
-async def user(k: int, browser, url: str, args, pages: list[dict], stats: dict, opened: asyncio.Queue,
-               window: dict, go: asyncio.Event) -> None:
-    """One simulated user: opens one page (spread over all), then types a new sentence every --interval s."""
+async def user(k: int, browser, url: str, args, pages: list[dict], stats: dict,
+               opened: asyncio.Queue, window: dict, go: asyncio.Event) -> None:
+    """One simulated user: opens one page (spread over all), then types a new sentence every
+    --interval s."""
     rng = random.Random(k)
     info = pages[k % len(pages)]
-    await asyncio.sleep(args.ramp * k / max(1, args.sessions))  # users arrive spread over --ramp seconds
+    # users arrive spread over --ramp seconds
+    await asyncio.sleep(args.ramp * k / max(1, args.sessions))
     session = Session(browser, url, args.timeout)
     try:
         for attempt in range(3):
@@ -173,7 +189,8 @@ async def user(k: int, browser, url: str, args, pages: list[dict], stats: dict, 
             if problems:
                 stats["errors"].append({"session": k, "page": info["title"], "error": problems[0]})
         except Exception as exc:  # noqa: BLE001
-            stats["errors"].append({"session": k, "page": info["title"], "error": f"{type(exc).__name__}: {exc}"[:300]})
+            stats["errors"].append({"session": k, "page": info["title"],
+                                    "error": f"{type(exc).__name__}: {exc}"[:300]})
             try:  # start over on the same page, as a user would reload
                 await session.goto(info)
             except Exception:  # noqa: BLE001
@@ -184,12 +201,57 @@ async def user(k: int, browser, url: str, args, pages: list[dict], stats: dict, 
     await session.close()
 
 
+class Crowd:
+    """The --sessions simulated users (:func:`user`) of one browser and the window of --minutes in
+    which they type: :meth:`arrive` waits until every one has its page, :meth:`start` opens the
+    window, :meth:`finish` waits until every one has stopped."""
+
+    def __init__(self, browser, url: str, args, pages: list[dict]):
+        self.args = args
+        self.stats = stats = {"latencies": [], "open_latencies": [], "errors": [],
+                              "interactions": 0, "by_page": {}}
+        self.opened: asyncio.Queue = asyncio.Queue()
+        self.go, self.window = asyncio.Event(), {"end": math.inf}
+        self.users = [asyncio.create_task(user(k, browser, url, args, pages, stats, self.opened,
+                                               self.window, self.go))
+                      for k in range(args.sessions)]
+
+    async def arrive(self) -> None:
+        for _ in range(self.args.sessions):
+            await self.opened.get()
+
+    def start(self) -> tuple[float, float]:
+        """Opens the window; returns its start by time.perf_counter and by time.time."""
+        t0, wall0 = time.perf_counter(), time.time()
+        self.window["end"] = t0 + self.args.minutes * 60
+        self.go.set()
+        return t0, wall0
+
+    async def finish(self) -> set:
+        """The users' tasks that ended; one still running past a hard bound is cancelled and
+        counted as an error."""
+        # Hard bound: every wait inside is bounded too, this only guards against the unforeseen.
+        timeout = self.args.minutes * 60 + 2 * self.args.timeout + 30
+        done, pending = await asyncio.wait(self.users, timeout=timeout)
+        for task in pending:
+            task.cancel()
+            self.stats["errors"].append(
+                {"error": "a session did not stop in time and was cancelled"})
+        return done
+
+
+def read_run_log(run_log: Path) -> list[dict]:
+    """The server's runs, one JSON object a line (TRANSFORMER_VIZ_RUN_LOG)."""
+    lines = run_log.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
 def server_runs(run_log: Path | None, start: float, end: float) -> dict | None:
-    """Summary of the server's own run times (TRANSFORMER_VIZ_RUN_LOG) within the measured window."""
+    """Summary of the server's own run times (TRANSFORMER_VIZ_RUN_LOG) within the measured
+    window."""
     if run_log is None or not run_log.exists():
         return None
-    runs = [json.loads(line) for line in run_log.read_text(encoding="utf-8").splitlines() if line.strip()]
-    runs = [r for r in runs if start <= r["time"] <= end]
+    runs = [r for r in read_run_log(run_log) if start <= r["time"] <= end]
     seconds = [r["seconds"] for r in runs]
     outcomes: dict[str, int] = {}
     for r in runs:
@@ -203,11 +265,10 @@ async def load(args, url: str, pid: int, run_log: Path | None = None) -> dict:
     from playwright.async_api import async_playwright
 
     pages = chosen_pages(args.pages)
-    stats = {"latencies": [], "open_latencies": [], "errors": [], "interactions": 0, "by_page": {}}
     samples: list = []
     stop = asyncio.Event()
     async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        browser = await launch(p)
         # Warm-up, not timed: the first visit loads the model into the server.
         t_warm = time.perf_counter()
         warm = Session(browser, url, args.timeout)
@@ -215,66 +276,75 @@ async def load(args, url: str, pid: int, run_log: Path | None = None) -> dict:
             await warm.open()
         except Exception as exc:  # noqa: BLE001 - no point loading a server that cannot show one page
             await browser.close()
-            return {"mode": "load", "url": url, "error": f"warm-up failed: {type(exc).__name__}: {exc}"[:500]}
+            return {"mode": "load", "url": url,
+                    "error": f"warm-up failed: {type(exc).__name__}: {exc}"[:500]}
         await warm.close()
         log(f"warm-up (model loaded, first page drawn) took {time.perf_counter() - t_warm:.1f} s")
         t_open = time.perf_counter()
         sampler = asyncio.create_task(sample_memory(pid, samples, stop, args.sample_every, t_open))
-        opened: asyncio.Queue = asyncio.Queue()
-        go, window = asyncio.Event(), {"end": math.inf}
-        users = [asyncio.create_task(user(k, browser, url, args, pages, stats, opened, window, go))
-                 for k in range(args.sessions)]
+        crowd = Crowd(browser, url, args, pages)
+        stats = crowd.stats
         log(f"{args.sessions} sessions arriving over {args.ramp:.0f} s against {url}")
-        for _ in range(args.sessions):
-            await opened.get()
-        t0, wall0 = time.perf_counter(), time.time()
-        window["end"] = t0 + args.minutes * 60
-        go.set()
-        log(f"all sessions have their page after {t0 - t_open:.1f} s; measuring for {args.minutes} min")
-        # Hard bound: every wait inside is bounded too, this only guards against the unforeseen.
-        done, pending = await asyncio.wait(users, timeout=args.minutes * 60 + 2 * args.timeout + 30)
-        for task in pending:
-            task.cancel()
-            stats["errors"].append({"error": "a session did not stop in time and was cancelled"})
-        for task in done:
+        await crowd.arrive()
+        t0, wall0 = crowd.start()
+        log(f"all sessions have their page after {t0 - t_open:.1f} s; "
+            f"measuring for {args.minutes} min")
+        for task in await crowd.finish():
             if task.exception() is not None:
                 stats["errors"].append({"error": f"session crashed: {task.exception()!r}"[:300]})
         stop.set()
         await sampler
         elapsed, wall1 = time.perf_counter() - t0, time.time()
         await browser.close()
-    lat = stats["latencies"]
+    lat, opens = stats["latencies"], stats["open_latencies"]
     rss = [m for _, m in samples]
     return {
-        "mode": "load", "url": url, "sessions": args.sessions, "minutes": args.minutes, "interval_s": args.interval,
+        "mode": "load", "url": url, "sessions": args.sessions, "minutes": args.minutes,
+        "interval_s": args.interval,
         "warmup_s": round(t_open - t_warm, 1), "arrival_s": round(t0 - t_open, 1),
-        "elapsed_s": round(elapsed, 1), "interactions": stats["interactions"], "completed": len(lat),
+        "elapsed_s": round(elapsed, 1), "interactions": stats["interactions"],
+        "completed": len(lat),
         "errors": len(stats["errors"]), "error_samples": stats["errors"][:10],
-        "latency_s": {"p50": percentile(lat, 50), "p95": percentile(lat, 95), "max": max(lat, default=None),
+        "latency_s": {"p50": percentile(lat, 50), "p95": percentile(lat, 95),
+                      "max": max(lat, default=None),
                       "mean": sum(lat) / len(lat) if lat else None},
         "server_runs_in_window": server_runs(run_log, wall0, wall1),
-        "open_s": {"p50": percentile(stats["open_latencies"], 50), "p95": percentile(stats["open_latencies"], 95),
-                   "max": max(stats["open_latencies"], default=None)},
+        "open_s": {"p50": percentile(opens, 50), "p95": percentile(opens, 95),
+                   "max": max(opens, default=None)},
         "latency_p50_by_page_s": {k: percentile(v, 50) for k, v in stats["by_page"].items()},
         "server_rss_mib": {"start": rss[0] if rss else None, "max": max(rss, default=None),
                            "end": rss[-1] if rss else None},
-        "server_rss_samples": samples[:: max(1, len(samples) // 60)],  # about 60 points over the run
+        # about 60 points over the run
+        "server_rss_samples": samples[:: max(1, len(samples) // 60)],
     }
+
+
+def soak_sentence_count(wanted: int, n_pages: int) -> int:
+    """As many sentences as --soak-sentences, a number prime to the page count, so that stepping
+    both together visits every (page, sentence) pair; at least 2, as consecutive steps must change
+    the sentence, or no rerun would follow."""
+    k = max(2, wanted)
+    while any(k % d == 0 and n_pages % d == 0 for d in range(2, k + 1)):
+        k += 1
+    return k
+
+
+async def launch(playwright, extra_args: list[str] | tuple[str, ...] = ()):
+    """Debian's Chromium, headless, with the flags every test and benchmark uses (and
+    ``extra_args``)."""
+    return await playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                            args=[*CHROMIUM_ARGS, *extra_args])
 
 
 async def soak(args, url: str, pid: int) -> dict:
     from playwright.async_api import async_playwright
 
     pages = chosen_pages(args.pages)
-    # As many sentences as --soak-sentences, a number prime to the page count, so that stepping both
-    # together visits every (page, sentence) pair.
-    k = max(2, args.soak_sentences)  # consecutive steps must change the sentence, or no rerun would follow
-    while any(k % d == 0 and len(pages) % d == 0 for d in range(2, k + 1)):
-        k += 1
+    k = soak_sentence_count(args.soak_sentences, len(pages))
     rng = random.Random(0)
     errors, samples = [], []
     async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        browser = await launch(p)
         session = Session(browser, url, args.timeout)
         await session.open()
         sentences = [new_sentence(rng, session.lang, f"s{i}") for i in range(k)]
@@ -287,11 +357,13 @@ async def soak(args, url: str, pid: int) -> dict:
         async def step(i: int) -> None:
             title = pages[i % len(pages)]["title"]
             try:
-                for problems in (await session.open_page(title), await session.commit(sentences[i % k])):
+                for problems in (await session.open_page(title),
+                                 await session.commit(sentences[i % k])):
                     if problems:
                         errors.append({"step": i, "page": title, "error": problems[0]})
             except Exception as exc:  # noqa: BLE001 - recorded; then reload, as a user would, and go on
-                errors.append({"step": i, "page": title, "error": f"{type(exc).__name__}: {exc}"[:300]})
+                errors.append({"step": i, "page": title,
+                               "error": f"{type(exc).__name__}: {exc}"[:300]})
                 log(f"soak: step {i} ({title}) failed: {type(exc).__name__}; reloading")
                 counted["before_reloads"] = await runs()
                 await session.goto()
@@ -324,7 +396,8 @@ async def soak(args, url: str, pid: int) -> dict:
     return {
         "mode": "soak", "url": url, "pages": len(pages), "sentences": k, "warmup_reruns": warm_runs,
         "warmup_s": round(t1 - t0, 1), "reruns": samples[-1][0], "measured_s": round(measured_s, 1),
-        "server_rss_mib": {"after_warmup": round(base, 1), "end": round(end, 1), "max": max(m for _, m in samples)},
+        "server_rss_mib": {"after_warmup": round(base, 1), "end": round(end, 1),
+                           "max": max(m for _, m in samples)},
         "growth_percent": round(100 * (end - base) / base, 2), "target_growth_percent": 10,
         "rss_by_rerun": samples, "errors": len(errors), "error_samples": errors[:10],
     }
@@ -333,20 +406,30 @@ async def soak(args, url: str, pid: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sessions", type=int, default=20, help="concurrent browser sessions (load mode)")
+    parser.add_argument("--sessions", type=int, default=20,
+                        help="concurrent browser sessions (load mode)")
     parser.add_argument("--minutes", type=float, default=5, help="duration of the load (load mode)")
-    parser.add_argument("--interval", type=float, default=3, help="seconds between a session's sentences (±30 %%)")
-    parser.add_argument("--ramp", type=float, default=60, help="seconds over which the sessions arrive (not measured)")
-    parser.add_argument("--reruns", type=int, help="soak mode: this many sequential reruns after warm-up")
-    parser.add_argument("--soak-sentences", type=int, default=7, help="sentences cycled in soak mode")
-    parser.add_argument("--pages", help="only these pages, by url_path, comma-separated (default: all)")
+    parser.add_argument("--interval", type=float, default=3,
+                        help="seconds between a session's sentences (±30 %%)")
+    parser.add_argument("--ramp", type=float, default=60,
+                        help="seconds over which the sessions arrive (not measured)")
+    parser.add_argument("--reruns", type=int,
+                        help="soak mode: this many sequential reruns after warm-up")
+    parser.add_argument("--soak-sentences", type=int, default=7,
+                        help="sentences cycled in soak mode")
+    parser.add_argument("--pages",
+                        help="only these pages, by url_path, comma-separated (default: all)")
     parser.add_argument("--port", type=int,
-                        help="port of the app on 127.0.0.1 (default: 8501, or a free one with --start-server)")
-    parser.add_argument("--start-server", action="store_true", help="start `streamlit run app.py` (and stop it)")
+                        help="port of the app on 127.0.0.1 (default: 8501, or a free one with "
+                             "--start-server)")
+    parser.add_argument("--start-server", action="store_true",
+                        help="start `streamlit run app.py` (and stop it)")
     parser.add_argument("--checkpoints", type=Path, default=ROOT / "checkpoints",
                         help="with --start-server: the checkpoint root (default: checkpoints/)")
-    parser.add_argument("--timeout", type=float, default=120, help="bound on every single wait, in seconds")
-    parser.add_argument("--sample-every", type=float, default=1.0, help="seconds between RSS samples")
+    parser.add_argument("--timeout", type=float, default=120,
+                        help="bound on every single wait, in seconds")
+    parser.add_argument("--sample-every", type=float, default=1.0,
+                        help="seconds between RSS samples")
     args = parser.parse_args()
     if not Path(CHROMIUM).exists():
         raise SystemExit(f"{CHROMIUM} is missing: apt-get install chromium")
@@ -356,19 +439,23 @@ def main() -> None:
         # The server appends the duration of each of its runs here: its share of every latency.
         run_log = Path(tempfile.mkdtemp(prefix="transformer-viz-load-")) / "runs.jsonl"
         os.environ[RUN_LOG_ENV] = str(run_log)
-        proc, url, ready = start_server(args.checkpoints.resolve(), args.port, log_path=run_log.parent / "server.log",
+        proc, url, ready = start_server(args.checkpoints.resolve(), args.port,
+                                        log_path=run_log.parent / "server.log",
                                         timeout_s=args.timeout)
         pid = proc.pid
-        log(f"server up at {url} after {ready:.1f} s; its output and run log are in {run_log.parent}")
+        log(f"server up at {url} after {ready:.1f} s; "
+            f"its output and run log are in {run_log.parent}")
     else:
         port = args.port or 8501
         url = f"http://127.0.0.1:{port}"
         pid = pid_listening_on(port)
         if pid is None:
-            raise SystemExit(f"nothing listens on 127.0.0.1:{port} (or it is not visible in /proc); "
+            raise SystemExit(f"nothing listens on 127.0.0.1:{port} "
+                             "(or it is not visible in /proc); "
                              "use --start-server")
     try:
-        summary = asyncio.run(soak(args, url, pid) if args.reruns else load(args, url, pid, run_log))
+        summary = asyncio.run(soak(args, url, pid) if args.reruns
+                              else load(args, url, pid, run_log))
     finally:
         if proc is not None:
             stop_server(proc)

@@ -1,23 +1,26 @@
-"""What a page visit costs the server, three ways: the other half of a student's cost, beside new sentences.
+"""What a page visit costs the server, three ways: the other half of a student's cost, beside new
+sentences.
 
-(1) a first visit from a browser that has nothing cached, straight to one app process (`streamlit run app.py`):
-    the process serves Streamlit's frontend (about 7.6 MiB, a hundred files) as well as running the page;
-(2) the same first visits through deploy/nginx.conf, two app processes behind nginx (tests/support/proxy.py),
-    where nginx serves the frontend from its copy (docs/deployment.md §4): the CPU of both app processes, and
-    nginx's own apart;
-(3) a switch to another page in a session that is open (a click in the sidebar's navigation): the browser
-    keeps the frontend and its websocket, and the server runs the new page; (3') the same with a new
-    sentence typed before each switch (not timed), so that the page switched to runs a sentence it has not
-    shown yet: what a student who types and then moves on costs.
+(1) a first visit from a browser that has nothing cached, straight to one app process (`streamlit
+    run app.py`): the process serves Streamlit's frontend (about 7.6 MiB, a hundred files) as well
+    as running the page;
+(2) the same first visits through deploy/nginx.conf, two app processes behind nginx
+    (tests/support/proxy.py), where nginx serves the frontend from its copy (docs/deployment.md §4):
+    the CPU of both app processes, and nginx's own apart;
+(3) a switch to another page in a session that is open (a click in the sidebar's navigation): the
+    browser keeps the frontend and its websocket, and the server runs the new page; (3') the same
+    with a new sentence typed before each switch (not timed), so that the page switched to runs a
+    sentence it has not shown yet: what a student who types and then moves on costs.
 
-Each visit is timed from the action until the page shows its title, no run is left and every chart is
-drawn, then 300 ms more (as bench/app_speed.py's part (d) waits); CPU seconds from /proc/<pid>/stat (user +
-system, the processes and their children). Before any visit is timed, every page is visited once (in
-(2), once per process), so the model is loaded and the default sentence's runs and figures are in the
-process's caches, as for a student who arrives after the first. Reported per page: the mean of --visits
-visits (the clock ticks in 10 ms steps, so a mean says more than a median), and the mean over the pages.
+Each visit is timed from the action until the page shows its title, no run is left and every chart
+is drawn, then 300 ms more (as bench/app_speed.py's part (d) waits); CPU seconds from
+/proc/<pid>/stat (user + system, the processes and their children). Before any visit is timed, every
+page is visited once (in (2), once per process), so the model is loaded and the default sentence's
+runs and figures are in the process's caches, as for a student who arrives after the first. Reported
+per page: the mean of --visits visits (the clock ticks in 10 ms steps, so a mean says more than a
+median), and the mean over the pages.
 
-    .venv/bin/python bench/page_cost.py                          # all three, every page, 3 visits each
+    .venv/bin/python bench/page_cost.py                   # all three, every page, 3 visits each
     .venv/bin/python bench/page_cost.py --skip-proxy --pages lecture,decoder --visits 5
     .venv/bin/python bench/page_cost.py --json page_cost.json
 
@@ -35,10 +38,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the project root, for tests.support
+# the project root, for tests.support
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.app_speed import launch_browser, nav_link, wait_for_run  # noqa: E402
 from bench.proxy_capacity import tree_cpu_seconds  # noqa: E402
-from tests.support.browser import COUNT_RUNS_JS, ROOT, app_pages, page_url, start_server, stop_server  # noqa: E402
+from tests.support.browser import (COUNT_RUNS_JS, ROOT, app_pages, page_url,  # noqa: E402
+                                   start_server, stop_server)
 from tests.support.proxy import CHROMIUM_PROXY_ARGS, cluster, nginx_binary  # noqa: E402
 
 SETTLE_MS = 300  # plotly's last layout pass: part of drawing the page
@@ -46,8 +51,8 @@ SETTLE_MS = 300  # plotly's last layout pass: part of drawing the page
 
 def first_visit(browser, base: str, info: dict, pids: list[int], timeout_s: float,
                 others: list[int] | tuple[int, ...] = ()) -> tuple[float, float]:
-    """CPU seconds of ``pids``, and of ``others`` apart, for one page opened by a browser context with nothing
-    cached."""
+    """CPU seconds of ``pids``, and of ``others`` apart, for one page opened by a browser context
+    with nothing cached."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     context.add_init_script(COUNT_RUNS_JS)
     try:
@@ -62,11 +67,12 @@ def first_visit(browser, base: str, info: dict, pids: list[int], timeout_s: floa
         context.close()
 
 
-def first_visits(browser, base: str, pages: list[dict], pids: list[int], visits: int, timeout_s: float,
-                 others: list[int] | tuple[int, ...] = ()) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """:func:`first_visit` ``visits`` times per page, after one untimed visit per process in ``pids`` (it loads
-    the model and fills the caches; a first visit goes to any process): per page, the CPU of ``pids`` and of
-    ``others``."""
+def first_visits(browser, base: str, pages: list[dict], pids: list[int], visits: int,
+                 timeout_s: float, others: list[int] | tuple[int, ...] = (),
+                 ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """:func:`first_visit` ``visits`` times per page, after one untimed visit per process in
+    ``pids`` (it loads the model and fills the caches; a first visit goes to any process): per page,
+    the CPU of ``pids`` and of ``others``."""
     for info in pages:
         for _ in pids:
             first_visit(browser, base, info, pids, timeout_s)
@@ -82,10 +88,10 @@ def first_visits(browser, base: str, pages: list[dict], pids: list[int], visits:
 
 def switches(browser, base: str, pages: list[dict], pids: list[int], visits: int, timeout_s: float,
              typed: bool = False) -> dict[str, list[float]]:
-    """CPU seconds of ``pids`` per switch to each page in one open session, going round the pages. ``typed``: a
-    new sentence is typed on the page before each switch (not timed), so that the page switched to meets a
-    sentence it has not shown yet and may need more of the model than the page before did (a traced pass,
-    beam search, the recurrent models)."""
+    """CPU seconds of ``pids`` per switch to each page in one open session, going round the pages.
+    ``typed``: a new sentence is typed on the page before each switch (not timed), so that the page
+    switched to meets a sentence it has not shown yet and may need more of the model than the page
+    before did (a traced pass, beam search, the recurrent models)."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     context.add_init_script(COUNT_RUNS_JS)
     out: dict[str, list[float]] = {info["title"]: [] for info in pages}
@@ -97,7 +103,8 @@ def switches(browser, base: str, pages: list[dict], pids: list[int], visits: int
         for round_ in range(1 + visits):  # the first round is not timed
             for k, info in enumerate(pages):
                 if typed:
-                    text = f"Ein Mann und eine Frau sehen {round_ * len(pages) + k + 2} Hunde im Park ."
+                    text = (f"Ein Mann und eine Frau sehen {round_ * len(pages) + k + 2} "
+                            "Hunde im Park .")
                     before_runs = page.evaluate("window.__stRuns")
                     area = page.get_by_label(re.compile(r"^Sentence")).first
                     area.fill(text)
@@ -127,14 +134,32 @@ def print_table(name: str, result: dict, extra: dict | None = None) -> None:
         print(f"    {title:45s} {mean:.3f}{more}")
 
 
+def print_results(results: dict) -> None:
+    print(f"load average: {results['load_average_before']:.2f} before, "
+          f"{results['load_average_after']:.2f} after")
+    print_table("(1) first visit, straight to one app process: the app process's CPU",
+                results["first_visit_direct"])
+    if "first_visit_nginx" in results:
+        print_table("(2) first visit through nginx: both app processes' CPU (and nginx's)",
+                    results["first_visit_nginx"], results["first_visit_nginx_nginx_itself"])
+    print_table("(3) switch to the page in an open session: the app process's CPU",
+                results["switch"])
+    print_table("(3') the same, a new sentence typed on the page before (not timed)",
+                results["switch_after_new_sentence"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pages", help="only these pages, by url_path, comma-separated (default: every page)")
-    parser.add_argument("--visits", type=int, default=3, help="timed visits of each page in each part")
+    parser.add_argument("--pages", help="only these pages, by url_path, comma-separated "
+                        "(default: every page)")
+    parser.add_argument("--visits", type=int, default=3,
+                        help="timed visits of each page in each part")
     parser.add_argument("--checkpoints", type=Path, default=ROOT / "checkpoints")
-    parser.add_argument("--skip-proxy", action="store_true", help="leave out (2), the visits through nginx")
-    parser.add_argument("--timeout", type=float, default=120, help="bound on every wait, in seconds")
+    parser.add_argument("--skip-proxy", action="store_true",
+                        help="leave out (2), the visits through nginx")
+    parser.add_argument("--timeout", type=float, default=120,
+                        help="bound on every wait, in seconds")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     wanted = set(args.pages.split(",")) if args.pages else None
@@ -149,9 +174,11 @@ def main() -> None:
             try:
                 app, _ = first_visits(browser, url, pages, [proc.pid], args.visits, args.timeout)
                 results["first_visit_direct"] = summary(app)
-                results["switch"] = summary(switches(browser, url, pages, [proc.pid], args.visits, args.timeout))
-                results["switch_after_new_sentence"] = summary(switches(browser, url, pages, [proc.pid], args.visits,
-                                                                        args.timeout, typed=True))
+                results["switch"] = summary(switches(browser, url, pages, [proc.pid], args.visits,
+                                                     args.timeout))
+                results["switch_after_new_sentence"] = summary(
+                    switches(browser, url, pages, [proc.pid], args.visits, args.timeout,
+                             typed=True))
             finally:
                 stop_server(proc)
         finally:
@@ -161,23 +188,18 @@ def main() -> None:
             try:
                 with tempfile.TemporaryDirectory(prefix="transformer-viz-page-cost-") as workdir, \
                         cluster(Path(workdir), args.checkpoints, args.timeout) as c:
-                    app, nginx = first_visits(browser, c.url, pages, [proc.pid for proc in c.apps.values()],
+                    app, nginx = first_visits(browser, c.url, pages,
+                                              [proc.pid for proc in c.apps.values()],
                                               args.visits, args.timeout, others=c.nginx_workers())
                     results["first_visit_nginx"] = summary(app)
                     results["first_visit_nginx_nginx_itself"] = summary(nginx)
             finally:
                 browser.close()
         elif not args.skip_proxy:
-            print("(2) left out: no nginx on this machine (apt-get install nginx-light openssl)", file=sys.stderr)
+            print("(2) left out: no nginx on this machine (apt-get install nginx-light openssl)",
+                  file=sys.stderr)
     results["load_average_after"] = os.getloadavg()[0]
-    print(f"load average: {results['load_average_before']:.2f} before, {results['load_average_after']:.2f} after")
-    print_table("(1) first visit, straight to one app process: the app process's CPU", results["first_visit_direct"])
-    if "first_visit_nginx" in results:
-        print_table("(2) first visit through nginx: both app processes' CPU (and nginx's)",
-                    results["first_visit_nginx"], results["first_visit_nginx_nginx_itself"])
-    print_table("(3) switch to the page in an open session: the app process's CPU", results["switch"])
-    print_table("(3') the same, a new sentence typed on the page before (not timed)",
-                results["switch_after_new_sentence"])
+    print_results(results)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
 

@@ -1,4 +1,5 @@
-"""How fast are the patching grids? The median time of ``interpret.patching.patch_grids`` (every patch
+"""How fast are the patching grids? The median time of ``interpret.patching.patch_grids`` \
+(every patch
 of the four grids: encoder layer × source position, encoder layer, decoder layer × target position,
 every head) for each preset, on its shipped checkpoint, one torch thread as the app runs it; the
 translations and tokens are computed once, outside the timing. Also the CPU time of the calling

@@ -1,11 +1,12 @@
-"""Source or prefix, measured over held-out sets: for each sentence, its greedy translation and every
-written token's source share (interpret/source_share.py); reported per set: the mean source share,
-the share of written tokens that took little from the source, and the share of sentences with a
-content source token that no written token used. Then the same on inputs built broken from the same
-sentences (words shuffled, the other language's sentence, one word repeated five times): a model that
-stops reading the source should show it as more flags.
+"""Source or prefix, measured over held-out sets: for each sentence, its greedy translation and
+every written token's source share (interpret/source_share.py); reported per set: the mean source
+share, the share of written tokens that took little from the source, and the share of sentences with
+a content source token that no written token used. Then the same on inputs built broken from the
+same sentences (words shuffled, the other language's sentence, one word repeated five times): a
+model that stops reading the source should show it as more flags.
 
-    .venv/bin/python bench/source_share.py --checkpoint checkpoints/de-en --limit 500 --broken-limit 100
+    .venv/bin/python bench/source_share.py --checkpoint checkpoints/de-en --limit 500 \\
+        --broken-limit 100
 
 Prints a JSON summary; one torch thread; test sets are read, never trained or tuned on.
 """
@@ -72,7 +73,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--splits", nargs="+", default=["test_2016_flickr", "tatoeba_dev"])
     parser.add_argument("--broken-limit", type=int, default=None,
-                        help="the first n sentences of each split for the broken inputs (default: --limit)")
+                        help="the first n sentences of each split for the broken inputs "
+                             "(default: --limit)")
     args = parser.parse_args()
     import torch
 
