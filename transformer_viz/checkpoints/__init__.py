@@ -1,5 +1,5 @@
-"""Checkpoint directories: the file format (format), loading any model family through the registry or a
-transformers Marian directory (load, marian), saving (save) and model cards (cards).
+"""Checkpoint directories: the file format (format), loading any model family through the registry
+or a transformers Marian directory (load, marian), saving (save) and model cards (cards).
 
 The public names are re-exported here; import them from ``transformer_viz.checkpoints``.
 """
@@ -17,5 +17,13 @@ from transformer_viz.checkpoints.format import (  # noqa: F401
                                                 checkpoint_arch,
                                                 read_generation_defaults,
 )
-from transformer_viz.checkpoints.load import load_checkpoint, load_config, load_metadata  # noqa: F401
-from transformer_viz.checkpoints.save import save_checkpoint, save_image_model, state_dict_for_saving  # noqa: F401
+from transformer_viz.checkpoints.load import (  # noqa: F401
+                                              load_checkpoint,
+                                              load_config,
+                                              load_metadata,
+)
+from transformer_viz.checkpoints.save import (  # noqa: F401
+                                              save_checkpoint,
+                                              save_image_model,
+                                              state_dict_for_saving,
+)

@@ -1,5 +1,5 @@
-"""Writing checkpoint directories: weights as safetensors, config, tokenizer, decoding defaults, metadata and
-the model card."""
+"""Writing checkpoint directories: weights as safetensors, config, tokenizer, decoding defaults,
+metadata and the model card."""
 
 from __future__ import annotations
 
@@ -29,8 +29,9 @@ def state_dict_for_saving(model: Transformer) -> dict[str, torch.Tensor]:
     return out
 
 
-def save_checkpoint(directory: str | Path, model: Transformer, tokenizer, metadata: dict | None = None,
-                    half: bool = False, generation: GenerationDefaults | None = None, card=model_card) -> Path:
+def save_checkpoint(directory: str | Path, model: Transformer, tokenizer,
+                    metadata: dict | None = None, half: bool = False,
+                    generation: GenerationDefaults | None = None, card=model_card) -> Path:
     from safetensors.torch import save_file
 
     directory = Path(directory)
@@ -51,8 +52,9 @@ def save_checkpoint(directory: str | Path, model: Transformer, tokenizer, metada
 
 
 def save_image_model(directory: str | Path, model, metadata: dict, card) -> Path:
-    """The ViT's or the DETR's directory: float32 weights, its config (whose ``arch`` says which), metadata.json
-    (with the parameter count) and the model card that ``card(cfg, metadata)`` writes. No tokenizer."""
+    """The ViT's or the DETR's directory: float32 weights, its config (whose ``arch`` says which),
+    metadata.json (with the parameter count) and the model card that ``card(cfg, metadata)`` writes.
+    No tokenizer."""
     from safetensors.torch import save_file
 
     directory = Path(directory)
@@ -60,7 +62,8 @@ def save_image_model(directory: str | Path, model, metadata: dict, card) -> Path
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     save_file(tensors, str(directory / WEIGHTS), metadata={"format": "pt"})
     model.cfg.save(directory / CONFIG)
-    meta = {**metadata, "arch": model.cfg.arch, "parameters": model.num_parameters(), "weights_dtype": "float32"}
+    meta = {**metadata, "arch": model.cfg.arch, "parameters": model.num_parameters(),
+            "weights_dtype": "float32"}
     (directory / METADATA).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
     (directory / CARD).write_text(card(model.cfg, meta))
     return directory

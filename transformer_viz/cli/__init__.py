@@ -3,9 +3,9 @@
 train-rnn,train-vit,vit-eval,train-detr,detr-eval,bleu-by-length,
 select-decoding,evaluate,language-stats,export-hf,download-data}``.
 
-Each module here adds a group of commands (``add_commands``); a command parses its flags, calls the library
-and prints. Problems with the input, the checkpoint or the data end in one line on stderr and exit code 2.
-``app`` starts the Streamlit app (cli/app.py).
+Each module here adds a group of commands (``add_commands``); a command parses its flags, calls the
+library and prints. Problems with the input, the checkpoint or the data end in one line on stderr
+and exit code 2. ``app`` starts the Streamlit app (cli/app.py).
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ COMMAND_GROUPS = (app, translation, lecture, explain, patching, lens, completion
 def build_parser(prog: str = "python -m transformer_viz") -> argparse.ArgumentParser:
     # Raw help text keeps each command on one line of the top-level --help.
     parser = argparse.ArgumentParser(prog=prog, formatter_class=argparse.RawTextHelpFormatter,
-                                     description="Run, inspect and train an encoder–decoder Transformer.")
+                                     description="Run, inspect and train an encoder–decoder "
+                                                 "Transformer.")
     sub = parser.add_subparsers(dest="command", required=True)
     for group in COMMAND_GROUPS:
         group.add_commands(sub)
@@ -41,7 +42,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m transformer_viz")
 
     try:
         args = build_parser(prog).parse_args(argv)
-    except SystemExit as exc:  # argparse has printed its message; return its code so main() never exits
+    # argparse has printed its message; return its code so main() never exits
+    except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
     try:
         return args.func(args)

@@ -1,5 +1,6 @@
-"""``complete``: a decoder-only model (ours, or GPT-2 from a transformers directory) continues a prompt, greedily
-(``--temperature 0``) or by sampling with temperature, top-k and top-p and a seed."""
+"""``complete``: a decoder-only model (ours, or GPT-2 from a transformers directory) continues a
+prompt, greedily (``--temperature 0``) or by sampling with temperature, top-k and top-p and a
+seed."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def _top_p(text: str) -> float:
 
 
 def load_gpt(path, dtype: str = "float32"):
-    """A decoder-only checkpoint; anything else, or nothing there, is a CheckpointError that says what to do."""
+    """A decoder-only checkpoint; anything else, or nothing there, is a CheckpointError that says
+    what to do."""
     from transformer_viz.checkpoints import CheckpointError, checkpoint_arch, load_checkpoint
     from transformer_viz.checkpoints.gpt2 import HOW_TO_GET_GPT2
 
@@ -39,8 +41,9 @@ def load_gpt(path, dtype: str = "float32"):
         raise CheckpointError(f"checkpoint directory {path} does not exist.{hint}")
     arch = checkpoint_arch(path)
     if arch and arch != "gpt":
-        raise CheckpointError(f"{path} is not a decoder-only model (config.json's \"arch\" is \"{arch}\"); "
-                              f"`complete` needs one such as checkpoints/gpt-en, or GPT-2")
+        raise CheckpointError(f"{path} is not a decoder-only model (config.json's \"arch\" is "
+                              f"\"{arch}\"); `complete` needs one such as checkpoints/gpt-en, "
+                              "or GPT-2")
     return load_checkpoint(path, dtype=dtype)
 
 
@@ -49,8 +52,10 @@ def cmd_complete(args) -> int:
     from transformer_viz.text.completion import SamplingSettings
 
     ckpt = load_gpt(args.checkpoint, args.dtype)
-    refuse_too_long(ckpt.tokenizer, " ".join(args.prompt), ckpt.config.max_len - 1)  # one position is left to write
-    settings = SamplingSettings(args.temperature, args.top_k, args.top_p, args.seed, args.max_new_tokens)
+    # one position is left to write
+    refuse_too_long(ckpt.tokenizer, " ".join(args.prompt), ckpt.config.max_len - 1)
+    settings = SamplingSettings(args.temperature, args.top_k, args.top_p, args.seed,
+                                args.max_new_tokens)
     run = run_prompt(ckpt, " ".join(args.prompt), settings, trace=False)
     for note in run.completion.messages:
         print(f"note: {note}", file=sys.stderr)
@@ -61,27 +66,35 @@ def cmd_complete(args) -> int:
     for i, token in enumerate(run.completion.new_ids):
         dist = run.completion.distribution(i)
         steps.append({"token": ckpt.tokenizer.convert_ids_to_tokens([token])[0], "id": token,
-                      "p_model": float(dist.model[token]), "p_sampled_from": float(dist.final[token]),
+                      "p_model": float(dist.model[token]),
+                      "p_sampled_from": float(dist.final[token]),
                       "kept_tokens": int(dist.kept.sum())})
     print(json.dumps({"prompt": run.prompt, "text": run.text, "settings": settings.describe(),
-                      "stop_reason": run.completion.stop_reason, "steps": steps}, ensure_ascii=False, indent=1))
+                      "stop_reason": run.completion.stop_reason, "steps": steps},
+                     ensure_ascii=False, indent=1))
     return 0
 
 
 def add_commands(sub) -> None:
     from transformer_viz.checkpoints import DTYPES
 
-    p = sub.add_parser("complete", help="continue a prompt with a decoder-only model (GPT), greedy or sampled")
+    p = sub.add_parser("complete",
+                       help="continue a prompt with a decoder-only model (GPT), greedy or sampled")
     p.add_argument("prompt", nargs="+", help="the beginning of a sentence")
     p.add_argument("--checkpoint", default=str(DEFAULT_GPT),
                    help="a decoder-only checkpoint directory, or a transformers GPT-2 directory")
     p.add_argument("--dtype", default="float32", choices=DTYPES)
-    p.add_argument("--max-new-tokens", type=non_negative, default=20, help="at most this many tokens (default 20)")
+    p.add_argument("--max-new-tokens", type=non_negative, default=20,
+                   help="at most this many tokens (default 20)")
     p.add_argument("--temperature", type=_temperature, default=1.0,
                    help="divide the logits by T before the softmax; 0: greedy (default 1)")
-    p.add_argument("--top-k", type=non_negative, default=0, help="sample among the k most probable tokens (0: off)")
+    p.add_argument("--top-k", type=non_negative, default=0,
+                   help="sample among the k most probable tokens (0: off)")
     p.add_argument("--top-p", type=_top_p, default=1.0,
-                   help="sample among the smallest set of tokens whose probability reaches p (1: off)")
-    p.add_argument("--seed", type=int, default=0, help="the sampler's seed: the same seed gives the same text")
-    p.add_argument("--json", action="store_true", help="every generated token with its probabilities, as JSON")
+                   help="sample among the smallest set of tokens whose probability reaches p "
+                        "(1: off)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="the sampler's seed: the same seed gives the same text")
+    p.add_argument("--json", action="store_true",
+                   help="every generated token with its probabilities, as JSON")
     p.set_defaults(func=cmd_complete)

@@ -1,6 +1,7 @@
-"""``explain``: which source words one translation used and what each decoder layer already guessed, per target
-token (the table of the page "What does a head do?", from the same library functions, interpret/explain.py); and
-``translate --heads-off``'s decoding with heads switched off (cli/translation.py)."""
+"""``explain``: which source words one translation used and what each decoder layer already guessed,
+per target token (the table of the page "What does a head do?", from the same library functions,
+interpret/explain.py); and ``translate --heads-off``'s decoding with heads switched off
+(cli/translation.py)."""
 
 from __future__ import annotations
 
@@ -17,12 +18,13 @@ def require_transformer(ckpt) -> None:
     from transformer_viz.models.transformer import Transformer
 
     if not isinstance(ckpt.model, Transformer):
-        raise CheckpointError("heads, the logit lens and these attributions need an encoder–decoder Transformer "
-                              "checkpoint, not a recurrent model")
+        raise CheckpointError("heads, the logit lens and these attributions need an "
+                              "encoder–decoder Transformer checkpoint, not a recurrent model")
 
 
 def parse_heads_flag(ckpt, spec: str):
-    """``--heads-off enc.L.H,dec.L.H,cross.L.H`` -> heads; InputError for one the model does not have."""
+    """``--heads-off enc.L.H,dec.L.H,cross.L.H`` -> heads; InputError for one the model does not
+    have."""
     from transformer_viz.interpret.ablation import parse_heads
     from transformer_viz.text.tokenizer import InputError
 
@@ -48,9 +50,11 @@ def explain_json(ckpt, sentence: str, steps: int, contrast: str | None = None,
     ig, delta = X.integrated_gradients(model, run.src_ids, run.tgt_ids, steps)
     gxi = X.gradient_x_input(model, run.src_ids, run.tgt_ids)
     lens = X.heads_run(model, run.src_ids, run.tgt_ids).lens
-    out = {"source": run.source_text, "source_tokens": run.src_tokens, "translation": run.translation,
-           "layers": model.cfg.N, "ig_steps": steps, "ig_baseline": "zero source embeddings (positions kept)",
-           "ig_completeness_gap": round(float(np.abs(ig.sum(-1) - delta).sum() / np.abs(delta).sum()), 6),
+    out = {"source": run.source_text, "source_tokens": run.src_tokens,
+           "translation": run.translation, "layers": model.cfg.N, "ig_steps": steps,
+           "ig_baseline": "zero source embeddings (positions kept)",
+           "ig_completeness_gap": round(float(np.abs(ig.sum(-1) - delta).sum()
+                                              / np.abs(delta).sum()), 6),
            "lens_final_layer_norm": bool(model.cfg.pre_ln), "messages": run.messages,
            "tokens": X.explanation_rows(run, lens, ig, gxi)}
     out.update(source_share_json(model, run, steps, out["tokens"]))
@@ -83,8 +87,9 @@ def token_id(ckpt, token: str) -> int:
     for candidate in (token, "▁" + token):
         if candidate in vocab:
             return vocab[candidate]
-    raise InputError(f"{token!r} is not a token of this vocabulary (nor \"▁{token}\", the word-start "
-                     f"form): give one token, as `python -m transformer_viz trace` shows them")
+    raise InputError(f"{token!r} is not a token of this vocabulary (nor \"▁{token}\", the "
+                     "word-start form): give one token, as `python -m transformer_viz trace` "
+                     "shows them")
 
 
 def contrast_json(ckpt, run, token: str, position: int | None, steps: int) -> dict:
@@ -103,10 +108,13 @@ def contrast_json(ckpt, run, token: str, position: int | None, steps: int) -> di
         p[np.asarray(written) == y_id] = -1.0
         position = int(p.argmax())
     if not 0 <= position < len(written):
-        raise InputError(f"--position {position} is outside the translation: 0 to {len(written) - 1}")
+        raise InputError(f"--position {position} is outside the translation: 0 to "
+                         f"{len(written) - 1}")
     if written[position] == y_id:
-        raise InputError(f"position {position} writes {token!r} itself: contrast it with another token")
-    c = contrastive_ig(ckpt.model, run.src_ids, run.tgt_ids, position, written[position], y_id, steps)
+        raise InputError(f"position {position} writes {token!r} itself: contrast it with "
+                         "another token")
+    c = contrastive_ig(ckpt.model, run.src_ids, run.tgt_ids, position, written[position], y_id,
+                       steps)
     names = ckpt.tokenizer.convert_ids_to_tokens
     return {"position": position, "written": names(written[position]), "contrast": names(y_id),
             "quantity": "log p(written) − log p(contrast)", "value": round(c.g_input, 6),
@@ -134,10 +142,12 @@ def cmd_explain(args) -> int:
         return 0
     print(f"{out['translation']}\n(integrated gradients: {args.ig_steps} steps, completeness gap "
           f"{out['ig_completeness_gap']:.1%})")
-    print(f"{'token':<14} {'p':>6}  {'most attended per layer':<36} {'IG':<12} {'grad×input':<12} lens rank per layer")
+    print(f"{'token':<14} {'p':>6}  {'most attended per layer':<36} {'IG':<12} {'grad×input':<12} "
+          "lens rank per layer")
     for row in out["tokens"]:
         print(f"{row['token']:<14} {row['p']:>6.3f}  {' '.join(row['most_attended']):<36} "
-              f"{row['most_attributed_ig']:<12} {row['most_attributed_gxi']:<12} {row['lens_rank']}")
+              f"{row['most_attributed_ig']:<12} {row['most_attributed_gxi']:<12} "
+              f"{row['lens_rank']}")
     if "contrastive" in out:
         c = out["contrastive"]
         top = sorted(c["source"] + c["target_prefix"], key=lambda tv: -abs(tv[1]))[:3]
@@ -166,15 +176,19 @@ def add_commands(sub) -> None:
     from transformer_viz.cli.common import DEFAULT_CHECKPOINT
     from transformer_viz.interpret.explain import IG_STEPS
 
-    p = sub.add_parser("explain", help="per target token: attention, attribution (IG, grad×input), logit lens")
+    p = sub.add_parser("explain",
+                       help="per target token: attention, attribution (IG, grad×input), logit lens")
     p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT), help="checkpoint directory")
     p.add_argument("--dtype", default="float32", choices=DTYPES, help="weights and arithmetic")
-    p.add_argument("--ig-steps", type=int, default=IG_STEPS, help=f"integrated gradients' steps (default {IG_STEPS})")
+    p.add_argument("--ig-steps", type=int, default=IG_STEPS,
+                   help=f"integrated gradients' steps (default {IG_STEPS})")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--contrast", metavar="TOKEN", default=None,
-                   help="why the written token and not TOKEN: integrated gradients of the difference "
-                        "of their log-probabilities over the source and the target prefix")
+                   help="why the written token and not TOKEN: integrated gradients of the "
+                        "difference of their log-probabilities over the source and the "
+                        "target prefix")
     p.add_argument("--position", type=int, default=None, metavar="N",
-                   help="--contrast's target position (default: where TOKEN is likeliest unwritten)")
+                   help="--contrast's target position (default: where TOKEN is likeliest "
+                        "unwritten)")
     p.add_argument("sentence", nargs="+")
     p.set_defaults(func=cmd_explain)

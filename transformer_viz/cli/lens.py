@@ -16,7 +16,8 @@ def cmd_tuned_lens(args) -> int:
     ckpt = load_checkpoint(args.checkpoint)
     src, tgt = ckpt.metadata.get("src_lang", "de"), ckpt.metadata.get("tgt_lang", "en")
     tc = TrainConfig(src_lang=src, tgt_lang=tgt, tatoeba_copies=1 if args.tatoeba_dir else 0)
-    corpora = load_corpora(tc, args.data_dir, args.tatoeba_dir)  # the dev split carved as in training
+    # the dev split carved as in training
+    corpora = load_corpora(tc, args.data_dir, args.tatoeba_dir)
     train = random.Random(args.seed).sample(corpora.train, min(args.pairs, len(corpora.train)))
     held_out = [p for name in corpora.validation for p in corpora.validation[name][: args.held_out]]
     model, max_len = ckpt.model, ckpt.config.max_len
@@ -26,13 +27,15 @@ def cmd_tuned_lens(args) -> int:
     plain = mean_kl(model, None, held_ids)
     lens = train_tuned_lens(model, train_ids, steps=args.steps, seed=args.seed)
     tuned = mean_kl(model, lens, held_ids)
-    report = {"training_pairs": len(train_ids), "steps": args.steps, "held_out_pairs": len(held_ids),
+    report = {"training_pairs": len(train_ids), "steps": args.steps,
+              "held_out_pairs": len(held_ids),
               "held_out": "the first pairs of each dev set (Multi30k val, Tatoeba dev)",
               "kl_plain": [round(v, 4) for v in plain], "kl_tuned": [round(v, 4) for v in tuned],
               "minutes": round((time.time() - start) / 60, 1)}
     save_tuned_lens(lens, args.checkpoint, report)
     for layer, (p, t) in enumerate(zip(plain, tuned)):
-        print(f"decoder layer {layer}: KL to the output {p:.3f} nats (plain lens), {t:.3f} (tuned lens)")
+        print(f"decoder layer {layer}: KL to the output {p:.3f} nats (plain lens), "
+              f"{t:.3f} (tuned lens)")
     return 0
 
 

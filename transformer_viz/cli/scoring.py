@@ -1,7 +1,7 @@
-"""The commands that score translation models on a corpus split: ``evaluate`` (sacreBLEU, chrF and the
-repetition rate), ``bleu-by-length`` (greedy sacreBLEU by source-length bucket) and ``select-decoding``
-(the beam's length penalty, chosen on validation data). With ``--record`` (always, for select-decoding)
-the scores go into the checkpoint's metadata.json and model card."""
+"""The commands that score translation models on a corpus split: ``evaluate`` (sacreBLEU, chrF and
+the repetition rate), ``bleu-by-length`` (greedy sacreBLEU by source-length bucket) and
+``select-decoding`` (the beam's length penalty, chosen on validation data). With ``--record``
+(always, for select-decoding) the scores go into the checkpoint's metadata.json and model card."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import json
 import sys
 from pathlib import Path
 
-from transformer_viz.cli.common import (DEFAULT_CHECKPOINT, beam_width, data_flags, decoding_flags, fail,
-                                        load_translation_model, non_negative)
+from transformer_viz.cli.common import (DEFAULT_CHECKPOINT, beam_width, data_flags, decoding_flags,
+                                        fail, load_translation_model, non_negative)
 
 WHOLE_SPLIT = "--record needs the whole split (no --limit)"
 
@@ -24,10 +24,13 @@ def cmd_evaluate(args) -> int:
     decoding = ckpt.generation.override(args.beam, args.alpha, args.max_loop_repeats)
     src_lang = args.src or ckpt.metadata.get("src_lang", "de")
     tgt_lang = args.tgt or ckpt.metadata.get("tgt_lang", "en")
-    pairs = read_any_split(args.split, src_lang, tgt_lang, args.data_dir, args.tatoeba_dir, limit=args.limit or None)
-    report, hyps = evaluate_split(ckpt, pairs, args.split, decoding.num_beams, decoding.length_penalty,
-                                  progress=not args.no_progress, max_loop_repeats=decoding.max_loop_repeats)
-    out = Path(args.output or f"hyps.{args.split}.{src_lang}-{tgt_lang}.beam{decoding.num_beams}.txt")
+    pairs = read_any_split(args.split, src_lang, tgt_lang, args.data_dir, args.tatoeba_dir,
+                           limit=args.limit or None)
+    report, hyps = evaluate_split(ckpt, pairs, args.split, decoding.num_beams,
+                                  decoding.length_penalty, progress=not args.no_progress,
+                                  max_loop_repeats=decoding.max_loop_repeats)
+    out = Path(args.output
+               or f"hyps.{args.split}.{src_lang}-{tgt_lang}.beam{decoding.num_beams}.txt")
     out.write_text("".join(h + "\n" for h in hyps))
     report = {**report, "direction": f"{src_lang}-{tgt_lang}", "hypotheses": str(out)}
     if args.record:
@@ -49,12 +52,15 @@ def cmd_bleu_by_length(args) -> int:
     results = []
     for path in args.checkpoint:
         ckpt = load_translation_model(path, device=args.device)
-        src_lang, tgt_lang = ckpt.metadata.get("src_lang", "de"), ckpt.metadata.get("tgt_lang", "en")
+        src_lang = ckpt.metadata.get("src_lang", "de")
+        tgt_lang = ckpt.metadata.get("tgt_lang", "en")
         pairs = read_any_split(args.split, src_lang, tgt_lang, args.data_dir, args.tatoeba_dir,
                                limit=args.limit or None)
-        report, hyps = evaluate_split(ckpt, pairs, args.split, 1, 0.0, progress=not args.no_progress)
-        entry = {"split": args.split, "decoding": "greedy", "tokens": "subword tokens (the model's tokenizer, "
-                 "without </s>)", "sentences": len(pairs), "bleu": report["bleu"],
+        report, hyps = evaluate_split(ckpt, pairs, args.split, 1, 0.0,
+                                      progress=not args.no_progress)
+        entry = {"split": args.split, "decoding": "greedy",
+                 "tokens": "subword tokens (the model's tokenizer, without </s>)",
+                 "sentences": len(pairs), "bleu": report["bleu"],
                  "buckets": bleu_by_length(ckpt.tokenizer, pairs, hyps)}
         if args.record:
             record_bleu_by_length(path, entry)
@@ -69,7 +75,8 @@ def cmd_bleu_by_length(args) -> int:
 
 
 def cmd_select_decoding(args) -> int:
-    """Choose the beam search's length penalty on validation data and write it to generation_config.json."""
+    """Choose the beam search's length penalty on validation data and write it to
+    generation_config.json."""
     from dataclasses import replace
 
     from transformer_viz.checkpoints.records import record_scores
@@ -79,16 +86,20 @@ def cmd_select_decoding(args) -> int:
 
     tests = [split for split in args.splits if "test" in split]
     if tests:
-        return fail(f"decoding is chosen on validation data, never on a test set ({', '.join(tests)})")
+        return fail("decoding is chosen on validation data, never on a test set "
+                    f"({', '.join(tests)})")
     ckpt = load_translation_model(args.checkpoint, device=args.device)
     src_lang = ckpt.metadata.get("src_lang", "de")
     tgt_lang = ckpt.metadata.get("tgt_lang", "en")
     sets = {split: read_any_split(split, src_lang, tgt_lang, args.data_dir, args.tatoeba_dir)
             for split in args.splits}
     guard = ckpt.generation.override(max_loop_repeats=args.max_loop_repeats).max_loop_repeats
-    alpha, rows = select_length_penalty(ckpt, sets, args.beam, args.alphas, progress=not args.no_progress,
-                                        log=lambda line: print(line, file=sys.stderr), max_loop_repeats=guard)
-    chosen = replace(ckpt.generation, num_beams=args.beam, length_penalty=alpha, max_loop_repeats=guard)
+    alpha, rows = select_length_penalty(ckpt, sets, args.beam, args.alphas,
+                                        progress=not args.no_progress,
+                                        log=lambda line: print(line, file=sys.stderr),
+                                        max_loop_repeats=guard)
+    chosen = replace(ckpt.generation, num_beams=args.beam, length_penalty=alpha,
+                     max_loop_repeats=guard)
     save_generation_defaults(args.checkpoint, chosen)
     for row in rows:
         if row["decoding"] == chosen.describe():
@@ -105,9 +116,11 @@ def _batch_flags(p) -> None:
 def add_commands(sub) -> None:
     from transformer_viz.text.corpora import SPLITS, TATOEBA_SPLITS
 
-    p = sub.add_parser("bleu-by-length", help="greedy sacreBLEU by source-length bucket (<= 10, 11-15, 16-20, "
-                                              "21-25, > 25 subword tokens) for one or more checkpoints")
-    p.add_argument("--checkpoint", action="append", required=True, help="checkpoint directory (repeat for more)")
+    p = sub.add_parser("bleu-by-length",
+                       help="greedy sacreBLEU by source-length bucket (<= 10, 11-15, 16-20, "
+                            "21-25, > 25 subword tokens) for one or more checkpoints")
+    p.add_argument("--checkpoint", action="append", required=True,
+                   help="checkpoint directory (repeat for more)")
     p.add_argument("--split", default="test_2016_flickr", choices=SPLITS + TATOEBA_SPLITS)
     data_flags(p)
     p.add_argument("--limit", type=int, default=0, help="only the first n sentences (quick checks)")
@@ -117,20 +130,23 @@ def add_commands(sub) -> None:
     _batch_flags(p)
     p.set_defaults(func=cmd_bleu_by_length)
 
-    p = sub.add_parser("select-decoding", help="choose the beam's length penalty α on validation data; "
-                                               "writes generation_config.json and records the scores")
+    p = sub.add_parser("select-decoding",
+                       help="choose the beam's length penalty α on validation data; "
+                            "writes generation_config.json and records the scores")
     p.add_argument("--checkpoint", required=True)
     data_flags(p)
-    p.add_argument("--splits", nargs="+", default=["val", "tatoeba_dev"], choices=SPLITS + TATOEBA_SPLITS,
-                   help="validation sets; never a test set")
+    p.add_argument("--splits", nargs="+", default=["val", "tatoeba_dev"],
+                   choices=SPLITS + TATOEBA_SPLITS, help="validation sets; never a test set")
     p.add_argument("--beam", type=beam_width, default=5)
     p.add_argument("--alphas", type=float, nargs="+", default=[0.6, 1.0, 1.4])
     p.add_argument("--max-loop-repeats", type=non_negative, default=None, metavar="N",
-                   help="the repetition guard to decode with and to write (0: off); default: as the checkpoint has it")
+                   help="the repetition guard to decode with and to write (0: off); default: as "
+                        "the checkpoint has it")
     _batch_flags(p)
     p.set_defaults(func=cmd_select_decoding)
 
-    p = sub.add_parser("evaluate", help="BLEU, chrF and the repetition rate of a checkpoint on a split")
+    p = sub.add_parser("evaluate",
+                       help="BLEU, chrF and the repetition rate of a checkpoint on a split")
     p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT))
     data_flags(p, ", for the tatoeba_* splits")
     p.add_argument("--split", default="test_2016_flickr", choices=SPLITS + TATOEBA_SPLITS)

@@ -1,13 +1,15 @@
-"""Our Transformer's weights as a CTranslate2 model, for bench/hf_speed.py (pip install -r bench/requirements.txt).
+"""Our Transformer's weights as a CTranslate2 model, for bench/hf_speed.py (pip install -r
+bench/requirements.txt).
 
-CTranslate2 is a C++ inference engine for Transformers. Measured on our checkpoints it was not fast enough
-to be offered as a second engine for batch translation (see bench/README.md): it stays in the benchmark.
+CTranslate2 is a C++ inference engine for Transformers. Measured on our checkpoints it was not fast
+enough to be offered as a second engine for batch translation (see bench/README.md): it stays in the
+benchmark.
 
 CTranslate2's ready-made Marian converter assumes Marian's conventions (<pad> as the last vocabulary
-entry, the decoder starting from a zero embedding), which our checkpoints do not follow, so the spec is
-filled from our weights directly: post-LN layers, the config's activation and embedding scale, our own
-(interleaved) sinusoidal table given as the position encodings, the output projection, and the decoder
-starting from <s>.
+entry, the decoder starting from a zero embedding), which our checkpoints do not follow, so the spec
+is filled from our weights directly: post-LN layers, the config's activation and embedding scale,
+our own (interleaved) sinusoidal table given as the position encodings, the output projection, and
+the decoder starting from <s>.
 
 Two traps, both seen: the converter keeps references to the arrays it is handed, and its int8
 quantisation rewrites them in place, so every array is a copy; and loading a model changes torch's
@@ -21,11 +23,13 @@ from pathlib import Path
 
 import numpy as np
 
-COMPUTE_TYPES = ("float32", "int8")  # float32: our numbers; int8: quantised weights, faster, outputs differ
+# float32: our numbers; int8: quantised weights, faster, outputs differ
+COMPUTE_TYPES = ("float32", "int8")
 
 
 def _array(tensor) -> np.ndarray:
-    return tensor.detach().float().cpu().numpy().copy()  # a copy: CTranslate2 may quantise it in place
+    # a copy: CTranslate2 may quantise it in place
+    return tensor.detach().float().cpu().numpy().copy()
 
 
 def _linear(spec, linears) -> None:
@@ -55,14 +59,16 @@ def _ffn(spec, ffn, norm) -> None:
 
 
 def token_names(vocab_size: int) -> list[str]:
-    """CTranslate2 speaks in token strings; ours are named by their IDs ("0", "1", …), so that any tokenizer
-    (ours, or an imported Marian model's) maps one to one, and IDs go in and come out unchanged."""
+    """CTranslate2 speaks in token strings; ours are named by their IDs ("0", "1", …), so that any
+    tokenizer (ours, or an imported Marian model's) maps one to one, and IDs go in and come out
+    unchanged."""
     return [str(i) for i in range(vocab_size)]
 
 
 def build_spec(model):
-    """A ctranslate2.specs.TransformerSpec holding a copy of ``model``'s weights: post-LN, the config's
-    activation and embedding scale, tied or separate output projection, an imported model's logits bias."""
+    """A ctranslate2.specs.TransformerSpec holding a copy of ``model``'s weights: post-LN, the
+    config's activation and embedding scale, tied or separate output projection, an imported model's
+    logits bias."""
     from ctranslate2.specs import common_spec, transformer_spec
 
     cfg = model.cfg
@@ -70,14 +76,16 @@ def build_spec(model):
         raise ValueError("only post-LN models are converted here (config pre_ln is true)")
     activation = {"relu": common_spec.Activation.RELU, "gelu": common_spec.Activation.GELU,
                   "swish": common_spec.Activation.SWISH}[cfg.activation]
-    spec = transformer_spec.TransformerSpec.from_config((cfg.N, cfg.N), cfg.h, pre_norm=False, activation=activation)
+    spec = transformer_spec.TransformerSpec.from_config((cfg.N, cfg.N), cfg.h, pre_norm=False,
+                                                        activation=activation)
     pe = _array(model.pe)  # (max_len, d_model), our interleaved sin/cos layout
     for side, embeddings, embed in ((spec.encoder, spec.encoder.embeddings[0], model.src_embed),
                                     (spec.decoder, spec.decoder.embeddings, model.tgt_embed)):
         embeddings.weight = _array(embed.weight)
         side.scale_embeddings = cfg.scale_embedding  # ×√d_model
         side.position_encodings.encodings = pe.copy()
-    spec.decoder.projection.weight = _array(model.tgt_embed.weight if cfg.tie_embeddings else model.generator.weight)
+    projection = model.tgt_embed if cfg.tie_embeddings else model.generator
+    spec.decoder.projection.weight = _array(projection.weight)
     if cfg.logits_bias:
         spec.decoder.projection.bias = _array(model.logits_bias)
     for layer_spec, layer in zip(spec.encoder.layer, model.encoder_layers):
@@ -91,7 +99,8 @@ def build_spec(model):
     spec.register_source_vocabulary(tokens)
     spec.register_target_vocabulary(tokens)
     spec.config.unk_token, spec.config.bos_token = tokens[cfg.unk_id], tokens[cfg.bos_id]
-    spec.config.eos_token, spec.config.decoder_start_token = tokens[cfg.eos_id], tokens[cfg.bos_id]  # our start
+    spec.config.eos_token = tokens[cfg.eos_id]
+    spec.config.decoder_start_token = tokens[cfg.bos_id]  # our start
     spec.config.layer_norm_epsilon = cfg.layer_norm_eps
     return spec
 
@@ -115,27 +124,36 @@ class CT2Translator:
         import torch
 
         if compute_type not in COMPUTE_TYPES:
-            raise ValueError(f"compute type must be one of {', '.join(COMPUTE_TYPES)}, not {compute_type!r}")
+            raise ValueError(f"compute type must be one of {', '.join(COMPUTE_TYPES)}, not "
+                             f"{compute_type!r}")
         torch_threads = torch.get_num_threads()
         self.cfg = ckpt.config
-        with tempfile.TemporaryDirectory() as tmp:  # read once: the loaded model no longer needs the files
+        # read once: the loaded model no longer needs the files
+        with tempfile.TemporaryDirectory() as tmp:
             directory = convert(ckpt.model, Path(tmp) / "ct2")
-            self.translator = ctranslate2.Translator(str(directory), device="cpu", compute_type=compute_type,
-                                                     intra_threads=threads or torch_threads, inter_threads=1)
-        torch.set_num_threads(torch_threads)  # loading a CTranslate2 model changes torch's thread count
+            self.translator = ctranslate2.Translator(str(directory), device="cpu",
+                                                     compute_type=compute_type,
+                                                     intra_threads=threads or torch_threads,
+                                                     inter_threads=1)
+        # loading a CTranslate2 model changes torch's thread count
+        torch.set_num_threads(torch_threads)
         self.tokens = token_names(self.cfg.vocab_size)
 
     def translate_ids(self, rows: list[list[int]], beam_size: int = 1, alpha: float = 1.0,
                       suppress: tuple[int, ...] = ()) -> list[list[int]]:
-        """Source IDs (each ending in </s>) -> output IDs without </s>. ``alpha`` is CTranslate2's own length
-        penalty (log-probability / length^α), not our engine's GNMT one; greedy ignores it. ``suppress``:
-        IDs never written (an imported Marian model's <pad>)."""
+        """Source IDs (each ending in </s>) -> output IDs without </s>. ``alpha`` is CTranslate2's
+        own length penalty (log-probability / length^α), not our engine's GNMT one; greedy ignores
+        it. ``suppress``: IDs never written (an imported Marian model's <pad>)."""
         from transformer_viz.text.decoding import max_output_length
 
-        limit = max_output_length(self.cfg, max(len(r) for r in rows))  # the same cap as our engine's
-        results = self.translator.translate_batch([[self.tokens[i] for i in r] for r in rows], beam_size=beam_size,
+        # the same cap as our engine's
+        limit = max_output_length(self.cfg, max(len(r) for r in rows))
+        sources = [[self.tokens[i] for i in r] for r in rows]
+        suppressed = [[self.tokens[i]] for i in suppress] or None
+        # min_decoding_length 0: like ours, </s> may come first
+        results = self.translator.translate_batch(sources, beam_size=beam_size,
                                                   length_penalty=alpha, max_decoding_length=limit,
-                                                  min_decoding_length=0,  # like ours: </s> may come first
-                                                  suppress_sequences=[[self.tokens[i]] for i in suppress] or None)
+                                                  min_decoding_length=0,
+                                                  suppress_sequences=suppressed)
         return [[int(t) for t in r.hypotheses[0]] for r in results]
 

@@ -1,6 +1,6 @@
-"""What every sequence-to-sequence trainer shares (the Transformer's, training.translation, and the RNN's,
-training.rnn): one or several processes, resumable state as safetensors + JSON (no pickle), mixed
-precision, and the validation scores that choose between epochs."""
+"""What every sequence-to-sequence trainer shares (the Transformer's, training.translation, and the
+RNN's, training.rnn): one or several processes, resumable state as safetensors + JSON (no pickle),
+mixed precision, and the validation scores that choose between epochs."""
 
 from __future__ import annotations
 
@@ -52,15 +52,16 @@ class Distributed:
             torch.distributed.destroy_process_group()
 
 
-def save_train_state(run_dir: Path, model: Transformer, optimizer: torch.optim.Optimizer, info: dict) -> None:
+def save_train_state(run_dir: Path, model: Transformer,
+                     optimizer: torch.optim.Optimizer, info: dict) -> None:
     from safetensors.torch import save_file
 
     tensors = {f"model.{k}": v for k, v in state_dict_for_saving(model).items()}
     opt_state = optimizer.state_dict()
     for idx, state in opt_state["state"].items():
         for key, value in state.items():
-            tensors[f"opt.{idx}.{key}"] = value.detach().cpu().contiguous() if torch.is_tensor(value) \
-                else torch.tensor(value)
+            tensors[f"opt.{idx}.{key}"] = (value.detach().cpu().contiguous()
+                                           if torch.is_tensor(value) else torch.tensor(value))
     tensors["rng.torch"] = torch.get_rng_state()
     tmp = run_dir / (STATE_TENSORS + ".tmp")
     save_file(tensors, str(tmp))
@@ -70,13 +71,15 @@ def save_train_state(run_dir: Path, model: Transformer, optimizer: torch.optim.O
     os.replace(run_dir / (STATE_JSON + ".tmp"), run_dir / STATE_JSON)
 
 
-def load_train_state(run_dir: Path, model: Transformer, optimizer: torch.optim.Optimizer) -> dict | None:
+def load_train_state(run_dir: Path, model: Transformer,
+                     optimizer: torch.optim.Optimizer) -> dict | None:
     from safetensors.torch import load_file
 
     if not (run_dir / STATE_TENSORS).is_file():
         return None
     tensors = load_file(str(run_dir / STATE_TENSORS))
-    model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")}, strict=False)
+    model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")},
+                          strict=False)
     opt_state = optimizer.state_dict()
     state: dict[int, dict] = {}
     for key, value in tensors.items():
@@ -100,8 +103,8 @@ def autocast(device: torch.device, amp: str):
 def attention_kernel(device: torch.device):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    # On the CPU, for sentence-length sequences, the plain math kernel trains up to twice as fast as the
-    # fused flash kernel (whose backward is slow in bfloat16); on CUDA let PyTorch choose.
+    # On the CPU, for sentence-length sequences, the plain math kernel trains up to twice as fast as
+    # the fused flash kernel (whose backward is slow in bfloat16); on CUDA let PyTorch choose.
     if device.type == "cpu":
         return sdpa_kernel([SDPBackend.MATH])
     return contextlib.nullcontext()
@@ -114,7 +117,8 @@ def validation_loss(model: Transformer, batches: list[Batch], device, smoothing:
     for batch in batches:
         batch = batch.to(device)
         logits = model(batch.src, batch.tgt_in)
-        total += label_smoothed_loss(logits, batch.tgt_out, smoothing, model.cfg.pad_id, reduction="sum").item()
+        total += label_smoothed_loss(logits, batch.tgt_out, smoothing, model.cfg.pad_id,
+                                     reduction="sum").item()
         count += batch.n_tokens
     model.train()
     return total / max(count, 1)
@@ -132,8 +136,8 @@ def average_weights(paths: list[Path]) -> dict[str, torch.Tensor]:
 
 @dataclass
 class TrainState:
-    """What a run has done so far; saved as JSON after every epoch (and every few minutes within one) so
-    that a restart resumes here."""
+    """What a run has done so far; saved as JSON after every epoch (and every few minutes within
+    one) so that a restart resumes here."""
 
     step: int = 0
     epoch: int = 0
@@ -141,9 +145,11 @@ class TrainState:
     best_bleu: float = -1.0  # the selection score: validation BLEU (mean over the validation sets)
     best_epoch: int = 0
     elapsed_s: float = 0.0
-    restart_step: int = -1  # the step at which training went on from an exported checkpoint (-1: never)
-    # Saved in the middle of an epoch: its batches already trained, and their loss and tokens and seconds,
-    # so that a restart goes on with the next batch and the epoch's record counts all of them.
+    # the step at which training went on from an exported checkpoint (-1: never)
+    restart_step: int = -1
+    # Saved in the middle of an epoch: its batches already trained, and their loss and tokens and
+    # seconds, so that a restart goes on with the next batch and the epoch's record counts all of
+    # them.
     batches_done: int = 0
     epoch_loss: float = 0.0
     epoch_tokens: int = 0
@@ -155,7 +161,8 @@ class TrainState:
         return cls(**{k: v for k, v in (info or {}).items() if k in known})
 
 
-def validation_bleu(model, tokenizer, validation: dict[str, list[tuple[str, str]]], limit: int) -> dict[str, float]:
+def validation_bleu(model, tokenizer,
+                    validation: dict[str, list[tuple[str, str]]], limit: int) -> dict[str, float]:
     """Greedy BLEU on each validation set (its first ``limit`` pairs when limit > 0)."""
     from transformer_viz.text.evaluation import score, translate_texts
 

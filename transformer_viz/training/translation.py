@@ -1,11 +1,12 @@
 """Training on sentence pairs with the paper's recipe, at small scale.
 
-Adam (β1 0.9, β2 0.98, ε 1e-9); learning rate = factor · d_model^-0.5 · min(step^-0.5, step · warmup^-1.5);
-label smoothing; dropout; batches by token count, bucketed by length; shared embeddings. Each epoch
-logs training loss, validation loss and validation BLEU; the best epoch by validation BLEU is kept,
-and training stops early when it stops improving. Everything needed to resume is saved after every
-epoch, as safetensors + JSON (no pickle). CUDA with mixed precision is used when present;
-several processes through ``torchrun`` (DistributedDataParallel) when launched that way.
+Adam (β1 0.9, β2 0.98, ε 1e-9); learning rate = factor · d_model^-0.5 · min(step^-0.5, step ·
+warmup^-1.5); label smoothing; dropout; batches by token count, bucketed by length; shared
+embeddings. Each epoch logs training loss, validation loss and validation BLEU; the best epoch by
+validation BLEU is kept, and training stops early when it stops improving. Everything needed to
+resume is saved after every epoch, as safetensors + JSON (no pickle). CUDA with mixed precision is
+used when present; several processes through ``torchrun`` (DistributedDataParallel) when launched
+that way.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from transformer_viz.models.config import ModelConfig, preset
 from transformer_viz.models.losses import label_smoothed_loss
 from transformer_viz.models.transformer import Transformer
 from transformer_viz.text.corpora import Batch, encode_pairs, make_batch, read_split, token_batches
-from transformer_viz.training.common import (Distributed, TrainState, attention_kernel, autocast, average_weights,
-                                             load_train_state, save_train_state, validation_bleu, validation_loss)
+from transformer_viz.training.common import (Distributed, TrainState, attention_kernel, autocast,
+                                             average_weights, load_train_state, save_train_state,
+                                             validation_bleu, validation_loss)
 from transformer_viz.training.schedule import DEFAULT_WARMUP, learning_rate
 from transformer_viz.training.warm_start import continue_from_checkpoint, warm_start
 
@@ -39,34 +41,42 @@ class TrainConfig:
     vocab_size: int = 8000
     batch_tokens: int = 4096  # padded source + target tokens per batch
     epochs: int = 100
-    max_minutes: float = 0.0  # stop (after the current epoch) when this much wall-clock has passed; 0 = no limit
-    save_every_minutes: float = 10.0  # also save the resumable state this often within an epoch (0: only after one)
+    # stop (after the current epoch) when this much wall-clock has passed; 0 = no limit
+    max_minutes: float = 0.0
+    # also save the resumable state this often within an epoch (0: only after one)
+    save_every_minutes: float = 10.0
     warmup: int = DEFAULT_WARMUP
     lr_factor: float = 1.0
     label_smoothing: float = 0.1
     patience: int = 8  # epochs without a better validation score before stopping
-    val_bleu_limit: int = 0  # validate BLEU on the first n sentences of each validation set (0 = all)
+    # validate BLEU on the first n sentences of each validation set (0 = all)
+    val_bleu_limit: int = 0
     seed: int = 1234
     average_last: int = 5  # average the weights of the last n epochs at the end (0 = off)
-    amp: str = "auto"  # "auto": fp16 on CUDA, fp32 on CPU; "bf16": bfloat16 autocast (CPU or CUDA); "off"
+    # "auto": fp16 on CUDA, fp32 on CPU; "bf16": bfloat16 autocast (CPU or CUDA); "off"
+    amp: str = "auto"
     threads: int = 0  # torch CPU threads (0 = torch's default)
-    train_limit: int = 0  # use only the first n training pairs of each corpus (for quick experiments)
+    # use only the first n training pairs of each corpus (for quick experiments)
+    train_limit: int = 0
     multi30k_copies: int = 1  # times Multi30k's training pairs appear in an epoch
     tatoeba_copies: int = 0  # times Tatoeba's training pairs appear in an epoch (0 = Multi30k only)
-    init_from: str = ""  # warm start: a checkpoint directory whose weights (and embeddings, by token) seed the model
-    continue_from: str = ""  # go on from an exported checkpoint (weights, tokenizer, step, history) when no state exists
-    rewarmup: int = 100  # after --continue-from: steps over which the learning rate ramps up again (Adam starts at zero)
+    # warm start: a checkpoint directory whose weights (and embeddings, by token) seed the model
+    init_from: str = ""
+    # go on from an exported checkpoint (weights, tokenizer, step, history) when no state exists
+    continue_from: str = ""
+    # after --continue-from: steps over which the learning rate ramps up again (Adam starts at zero)
+    rewarmup: int = 100
     num_beams: int = 1  # decoding defaults written into the checkpoint's generation_config.json
     length_penalty: float = 0.6
 
 
-# --- resumable state: safetensors for tensors, JSON for the rest -------------------------------------
+# --- resumable state: safetensors for tensors, JSON for the rest ----------------------------------
 
 
-# --- the loop ---------------------------------------------------------------------------------------
+# --- the loop -------------------------------------------------------------------------------------
 
 
-# --- the parts of a run -----------------------------------------------------------------------------
+# --- the parts of a run ---------------------------------------------------------------------------
 
 
 @dataclass
@@ -74,24 +84,28 @@ class Corpora:
     """Training pairs (already mixed) and the validation sets that choose between epochs."""
 
     train: list[tuple[str, str]]
-    validation: dict[str, list[tuple[str, str]]]  # name -> pairs; the first one also gives validation loss
+    # name -> pairs; the first one also gives validation loss
+    validation: dict[str, list[tuple[str, str]]]
     sizes: dict[str, int] = field(default_factory=dict)  # pairs per corpus before mixing
 
 
 def load_corpora(tc: TrainConfig, data_dir=None, tatoeba_dir=None,
                  pairs: dict[str, list[tuple[str, str]]] | None = None) -> Corpora:
-    """Multi30k train/val, plus Tatoeba train/dev when ``tc.tatoeba_copies`` > 0, mixed as configured.
+    """Multi30k train/val, plus Tatoeba train/dev when ``tc.tatoeba_copies`` > 0, mixed as
+    configured.
 
-    ``pairs`` ({"train": [...], "val": [...]}, optionally "tatoeba_train", "tatoeba_dev") replaces reading
-    files (tests use it).
+    ``pairs`` ({"train": [...], "val": [...]}, optionally "tatoeba_train", "tatoeba_dev") replaces
+    reading files (tests use it).
     """
     from transformer_viz.text.corpora import Mix, read_tatoeba
 
     if pairs is None:
-        pairs = {split: read_split(data_dir, split, tc.src_lang, tc.tgt_lang) for split in ("train", "val")}
+        pairs = {split: read_split(data_dir, split, tc.src_lang, tc.tgt_lang)
+                 for split in ("train", "val")}
         if tc.tatoeba_copies:
             for split in ("tatoeba_train", "tatoeba_dev"):
-                pairs[split] = read_tatoeba(tatoeba_dir, split, tc.src_lang, tc.tgt_lang, data_dir=data_dir)
+                pairs[split] = read_tatoeba(tatoeba_dir, split, tc.src_lang, tc.tgt_lang,
+                                            data_dir=data_dir)
     limit = tc.train_limit or None
     multi30k, tatoeba = pairs["train"][:limit], pairs.get("tatoeba_train", [])[:limit]
     mix = Mix(tc.multi30k_copies, tc.tatoeba_copies if tatoeba else 0)
@@ -99,11 +113,13 @@ def load_corpora(tc: TrainConfig, data_dir=None, tatoeba_dir=None,
     if mix.tatoeba and pairs.get("tatoeba_dev"):
         validation["tatoeba_dev"] = pairs["tatoeba_dev"]
     return Corpora(mix.combine(multi30k, tatoeba), validation,
-                   {"multi30k_train": len(multi30k), "tatoeba_train": len(tatoeba) if mix.tatoeba else 0})
+                   {"multi30k_train": len(multi30k),
+                    "tatoeba_train": len(tatoeba) if mix.tatoeba else 0})
 
 
 def build_tokenizer(tc: TrainConfig, run_dir: Path, corpora: Corpora, dist: Distributed):
-    """The run's joint BPE vocabulary: trained once on the distinct training sentences, then reused on resume."""
+    """The run's joint BPE vocabulary: trained once on the distinct training sentences, then reused
+    on resume."""
     from transformer_viz.text.tokenizer import load_tokenizer, train_tokenizer
 
     tok_dir = run_dir / "tokenizer"
@@ -111,16 +127,18 @@ def build_tokenizer(tc: TrainConfig, run_dir: Path, corpora: Corpora, dist: Dist
         # A joint vocabulary over both languages lets source, target and output share one embedding.
         # Each distinct sentence counts once, so upsampling a corpus does not skew the merges.
         if dist.main:
-            texts = list(dict.fromkeys([s for s, _ in corpora.train] + [t for _, t in corpora.train]))
+            texts = list(dict.fromkeys([s for s, _ in corpora.train]
+                                       + [t for _, t in corpora.train]))
             train_tokenizer(texts, tc.vocab_size).save_pretrained(str(tok_dir))
         dist.barrier()
     return load_tokenizer(tok_dir)
 
 
-def run_epoch(model, train_model, optimizer, scaler, batches: list[list[int]], examples, tc: TrainConfig,
-              state: TrainState, device, show_progress: bool, world: int, deadline: float = 0.0,
-              after_step=None) -> tuple[float, int, float]:
-    """One pass over this process's batches with the paper's schedule. Returns (loss sum, tokens, seconds).
+def run_epoch(model, train_model, optimizer, scaler, batches: list[list[int]], examples,
+              tc: TrainConfig, state: TrainState, device, show_progress: bool, world: int,
+              deadline: float = 0.0, after_step=None) -> tuple[float, int, float]:
+    """One pass over this process's batches with the paper's schedule. Returns (loss sum, tokens,
+    seconds).
 
     ``deadline`` (a time.time() value, 0: none) ends the pass before the first step that would
     start after it, so a wall-clock budget holds to within one step. ``after_step(state, loss,
@@ -131,14 +149,17 @@ def run_epoch(model, train_model, optimizer, scaler, batches: list[list[int]], e
     if show_progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(batches), desc=f"epoch {state.epoch + 1}", unit="batch", leave=False, mininterval=2.0)
+        bar = tqdm(total=len(batches), desc=f"epoch {state.epoch + 1}", unit="batch", leave=False,
+                   mininterval=2.0)
     loss_sum, token_sum, t_epoch = 0.0, 0, time.time()
     for idx in batches:
         if deadline and time.time() >= deadline:
             break
-        batch = make_batch([examples[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id).to(device)
+        batch = make_batch([examples[i] for i in idx], cfg.pad_id, cfg.bos_id,
+                           cfg.eos_id).to(device)
         state.step += 1
-        lr = learning_rate(state.step, cfg.d_model, tc.warmup, tc.lr_factor) * rewarmup_factor(tc, state)
+        lr = (learning_rate(state.step, cfg.d_model, tc.warmup, tc.lr_factor)
+              * rewarmup_factor(tc, state))
         for group in optimizer.param_groups:
             group["lr"] = lr
         with autocast(device, tc.amp), attention_kernel(device):
@@ -162,9 +183,9 @@ def run_epoch(model, train_model, optimizer, scaler, batches: list[list[int]], e
 
 
 def rewarmup_factor(tc: TrainConfig, state: TrainState) -> float:
-    """After going on from an exported checkpoint Adam's moment estimates start from zero, so its first
-    updates are about lr · sign(gradient) for every weight; ramp the learning rate up again over
-    ``tc.rewarmup`` steps, as the paper's warm-up does for a fresh run."""
+    """After going on from an exported checkpoint Adam's moment estimates start from zero, so its
+    first updates are about lr · sign(gradient) for every weight; ramp the learning rate up again
+    over ``tc.rewarmup`` steps, as the paper's warm-up does for a fresh run."""
     if state.restart_step < 0 or tc.rewarmup <= 0:
         return 1.0
     return min(1.0, (state.step - state.restart_step) / tc.rewarmup)
@@ -195,7 +216,8 @@ def select_weights(model, tokenizer, run_dir: Path, tc: TrainConfig, validation,
     from safetensors.torch import load_file
 
     model.load_state_dict(load_file(str(run_dir / "best.safetensors")), strict=False)
-    last = sorted(run_dir.glob("epoch*.safetensors"))[-tc.average_last:] if tc.average_last > 1 else []
+    epochs = sorted(run_dir.glob("epoch*.safetensors"))
+    last = epochs[-tc.average_last:] if tc.average_last > 1 else []
     if len(last) < 2:
         return "best"
     best_state = {k: v.clone() for k, v in state_dict_for_saving(model).items()}
@@ -210,18 +232,21 @@ def select_weights(model, tokenizer, run_dir: Path, tc: TrainConfig, validation,
     return "best"
 
 
-def export_checkpoint(out_dir, model, tokenizer, tc: TrainConfig, corpora: Corpora, state: TrainState,
-                      chosen: str, reason: str) -> None:
+def export_checkpoint(out_dir, model, tokenizer, tc: TrainConfig, corpora: Corpora,
+                      state: TrainState, chosen: str, reason: str) -> None:
     from transformer_viz.text.corpora import MULTI30K_CREDIT, TATOEBA_CREDIT
     from transformer_viz.text.decoding_defaults import GenerationDefaults
 
-    data = {"Multi30k": f"{MULTI30K_CREDIT}; {corpora.sizes.get('multi30k_train', 0):,} training pairs"
+    data = {"Multi30k": f"{MULTI30K_CREDIT}; {corpora.sizes.get('multi30k_train', 0):,} "
+                        "training pairs"
                         + (f" × {tc.multi30k_copies} per epoch" if tc.multi30k_copies != 1 else "")}
     names = ["Multi30k"]
     if corpora.sizes.get("tatoeba_train"):
         data["Tatoeba"] = (f"{TATOEBA_CREDIT}; {corpora.sizes['tatoeba_train']:,} training pairs"
-                           + (f" × {tc.tatoeba_copies} per epoch" if tc.tatoeba_copies != 1 else "")
-                           + f", {len(corpora.validation.get('tatoeba_dev', [])):,} held out as the dev split")
+                           + (f" × {tc.tatoeba_copies} per epoch"
+                              if tc.tatoeba_copies != 1 else "")
+                           + f", {len(corpora.validation.get('tatoeba_dev', [])):,} held out as "
+                             "the dev split")
         names.append("Tatoeba")
     meta = {"name": f"{' + '.join(names)} {tc.src_lang}→{tc.tgt_lang}", "src_lang": tc.src_lang,
             "tgt_lang": tc.tgt_lang, "history": state.history, "data": data,
@@ -252,14 +277,14 @@ class Run:
     log: object = print
 
 
-def start_run(tc: TrainConfig, run_dir: Path, data_dir=None, tatoeba_dir=None, pairs=None, tokenizer=None,
-              log=print) -> Run:
+def start_run(tc: TrainConfig, run_dir: Path, data_dir=None, tatoeba_dir=None, pairs=None,
+              tokenizer=None, log=print) -> Run:
     """Read the corpora, build (or reload) the tokenizer and the model, resume or warm-start."""
     dist = Distributed()
     run_dir.mkdir(parents=True, exist_ok=True)
-    # oneDNN compiles and caches a kernel for every new (batch, length) shape of a bfloat16 product; its
-    # default cache (1,024 kernels) grew a CPU run past 4 GB. 32 costs no measurable speed (set before the
-    # first product, where oneDNN reads it).
+    # oneDNN compiles and caches a kernel for every new (batch, length) shape of a bfloat16 product;
+    # its default cache (1,024 kernels) grew a CPU run past 4 GB. 32 costs no measurable speed (set
+    # before the first product, where oneDNN reads it).
     os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "32")
     if tc.threads:
         torch.set_num_threads(tc.threads)
@@ -272,7 +297,8 @@ def start_run(tc: TrainConfig, run_dir: Path, data_dir=None, tatoeba_dir=None, p
     if tc.continue_from and not (run_dir / "tokenizer" / "tokenizer.json").is_file() and dist.main:
         import shutil
 
-        shutil.copytree(Path(tc.continue_from) / "tokenizer", run_dir / "tokenizer", dirs_exist_ok=True)
+        shutil.copytree(Path(tc.continue_from) / "tokenizer", run_dir / "tokenizer",
+                        dirs_exist_ok=True)
     dist.barrier()
     tokenizer = tokenizer or build_tokenizer(tc, run_dir, corpora, dist)
     cfg: ModelConfig = preset(tc.config, vocab_size=len(tokenizer), **tc.model_overrides)
@@ -295,28 +321,35 @@ def start_run(tc: TrainConfig, run_dir: Path, data_dir=None, tatoeba_dir=None, p
     scaler = torch.amp.GradScaler("cuda", enabled=device.type == "cuda" and tc.amp == "auto")
 
     train_examples = encode_pairs(tokenizer, corpora.train, cfg.max_len)
-    val_examples = encode_pairs(tokenizer, corpora.validation["val"], cfg.max_len)  # Multi30k val gives the loss
+    # Multi30k val gives the loss
+    val_examples = encode_pairs(tokenizer, corpora.validation["val"], cfg.max_len)
     val_batches = [make_batch([val_examples[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id)
                    for idx in token_batches(val_examples, tc.batch_tokens, shuffle=False)]
-    quiet(f"model: {model.num_parameters():,} parameters, d_model {cfg.d_model}, N {cfg.N}, h {cfg.h}, "
-          f"vocabulary {cfg.vocab_size}; {len(train_examples)} training pairs per epoch {corpora.sizes}; "
-          f"device {device}")
-    return Run(tc, run_dir, dist, device, corpora, tokenizer, model, train_model, optimizer, scaler, state,
-               train_examples, val_batches, log)
+    quiet(f"model: {model.num_parameters():,} parameters, d_model {cfg.d_model}, N {cfg.N}, h "
+          f"{cfg.h}, vocabulary {cfg.vocab_size}; {len(train_examples)} training pairs per epoch "
+          f"{corpora.sizes}; device {device}")
+    return Run(tc, run_dir, dist, device, corpora, tokenizer, model, train_model, optimizer, scaler,
+               state, train_examples, val_batches, log)
 
 
-def end_epoch(run: Run, loss_total: float, tokens_total: float, epoch_s: float, elapsed_s: float) -> str | None:
-    """Validate, record the epoch, save what a resume and the final selection need; say why to stop, if so."""
+def end_epoch(run: Run, loss_total: float, tokens_total: float, epoch_s: float,
+              elapsed_s: float) -> str | None:
+    """Validate, record the epoch, save what a resume and the final selection need; say why to stop,
+    if so."""
     from safetensors.torch import save_file
 
     tc, state, model = run.tc, run.state, run.model
     scores = validation_bleu(model, run.tokenizer, run.corpora.validation, tc.val_bleu_limit)
-    selection = sum(scores.values()) / len(scores)  # the mean over the validation sets chooses the weights
+    # the mean over the validation sets chooses the weights
+    selection = sum(scores.values()) / len(scores)
     # "val_bleu" is Multi30k val's BLEU; every other set adds "<name>_bleu" (e.g. tatoeba_dev_bleu).
-    row = {"epoch": state.epoch, "step": state.step, "train_loss": loss_total / max(tokens_total, 1),
+    row = {"epoch": state.epoch, "step": state.step,
+           "train_loss": loss_total / max(tokens_total, 1),
            "val_loss": validation_loss(model, run.val_batches, run.device, tc.label_smoothing),
-           "val_bleu": scores["val"], "lr": learning_rate(state.step, model.cfg.d_model, tc.warmup, tc.lr_factor),
-           "tokens_per_s": tokens_total / max(epoch_s, 1e-9), "epoch_s": epoch_s, "elapsed_s": elapsed_s,
+           "val_bleu": scores["val"],
+           "lr": learning_rate(state.step, model.cfg.d_model, tc.warmup, tc.lr_factor),
+           "tokens_per_s": tokens_total / max(epoch_s, 1e-9), "epoch_s": epoch_s,
+           "elapsed_s": elapsed_s,
            **{f"{name}_bleu": value for name, value in scores.items() if name != "val"}}
     state.history.append(row)
     state.elapsed_s = elapsed_s
@@ -330,10 +363,10 @@ def end_epoch(run: Run, loss_total: float, tokens_total: float, epoch_s: float, 
 
 
 class MidEpochSaver:
-    """run_epoch's ``after_step``: saves the resumable state every ``tc.save_every_minutes`` within an
-    epoch, with the batches trained so far, so that a run stopped at any moment loses minutes, not an
-    epoch (a small model's epoch takes half an hour on two CPU cores). One process only: a distributed
-    run saves after each epoch."""
+    """run_epoch's ``after_step``: saves the resumable state every ``tc.save_every_minutes`` within
+    an epoch, with the batches trained so far, so that a run stopped at any moment loses minutes,
+    not an epoch (a small model's epoch takes half an hour on two CPU cores). One process only: a
+    distributed run saves after each epoch."""
 
     def __init__(self, run: Run, elapsed_before: float, t_start: float) -> None:
         self.run, self.elapsed_before, self.t_start = run, elapsed_before, t_start
@@ -348,19 +381,23 @@ class MidEpochSaver:
         self.tokens += n_tokens
         every = self.run.tc.save_every_minutes * 60
         if every and time.time() - self.last_save >= every:
-            state.batches_done, state.epoch_loss, state.epoch_tokens = self.done, self.loss, self.tokens
+            state.batches_done, state.epoch_loss = self.done, self.loss
+            state.epoch_tokens = self.tokens
             state.epoch_s = self.epoch_s0 + time.time() - self.t_epoch
             state.elapsed_s = self.elapsed_before + time.time() - self.t_start
             save_train_state(self.run.run_dir, self.run.model, self.run.optimizer, asdict(state))
-            self.run.log(f"saved mid-epoch: epoch {state.epoch + 1}, {self.done} batches, step {state.step}")
+            self.run.log(f"saved mid-epoch: epoch {state.epoch + 1}, {self.done} batches, step "
+                         f"{state.step}")
             self.last_save = time.time()
         return False
 
 
 def train(tc: TrainConfig, run_dir: str | Path, data_dir: str | Path | None = None,
-          pairs: dict[str, list[tuple[str, str]]] | None = None, tokenizer=None, out_dir: str | Path | None = None,
-          progress: bool = True, log=print, tatoeba_dir: str | Path | None = None) -> dict:
-    """Train (or resume) in ``run_dir``; write the selected model as a checkpoint directory to ``out_dir``.
+          pairs: dict[str, list[tuple[str, str]]] | None = None, tokenizer=None,
+          out_dir: str | Path | None = None, progress: bool = True, log=print,
+          tatoeba_dir: str | Path | None = None) -> dict:
+    """Train (or resume) in ``run_dir``; write the selected model as a checkpoint directory to
+    ``out_dir``.
 
     ``pairs`` replaces reading the corpora from ``data_dir`` / ``tatoeba_dir`` (tests use it; see
     :func:`load_corpora`). Returns the training summary (history, best epoch, timings).
@@ -371,35 +408,40 @@ def train(tc: TrainConfig, run_dir: str | Path, data_dir: str | Path | None = No
     reason = "epochs done"
     model.train()
     while state.epoch < tc.epochs:
-        batches = token_batches(run.train_examples, tc.batch_tokens, shuffle=True, seed=tc.seed + state.epoch + 1)
+        batches = token_batches(run.train_examples, tc.batch_tokens, shuffle=True,
+                                seed=tc.seed + state.epoch + 1)
         batches = batches[dist.rank::dist.world]  # each process takes its own share
         if dist.enabled:  # equal counts, so no process waits on a missing all-reduce
             batches = batches[: int(dist.all_sum(len(batches))[0] // dist.world)]
         saver = None if dist.enabled else MidEpochSaver(run, elapsed_before, t_start)
-        carried = (state.epoch_loss, state.epoch_tokens, state.epoch_s)  # batches trained before a restart
+        # batches trained before a restart
+        carried = (state.epoch_loss, state.epoch_tokens, state.epoch_s)
         loss_sum, token_sum, epoch_s = run_epoch(model, run.train_model, run.optimizer, run.scaler,
-                                                 batches[state.batches_done:], run.train_examples, tc, state,
-                                                 run.device, progress and dist.main, dist.world,
-                                                 after_step=saver)
-        loss_sum, token_sum, epoch_s = loss_sum + carried[0], token_sum + carried[1], epoch_s + carried[2]
+                                                 batches[state.batches_done:], run.train_examples,
+                                                 tc, state, run.device, progress and dist.main,
+                                                 dist.world, after_step=saver)
+        loss_sum, token_sum = loss_sum + carried[0], token_sum + carried[1]
+        epoch_s += carried[2]
         state.batches_done, state.epoch_loss, state.epoch_tokens, state.epoch_s = 0, 0.0, 0, 0.0
         state.epoch += 1
         loss_total, tokens_total = dist.all_sum(loss_sum, token_sum)
-        why = end_epoch(run, loss_total, tokens_total, epoch_s, elapsed_before + time.time() - t_start) \
-            if dist.main else None
+        elapsed_s = elapsed_before + time.time() - t_start
+        why = end_epoch(run, loss_total, tokens_total, epoch_s, elapsed_s) if dist.main else None
         if dist.all_sum(1.0 if why else 0.0)[0] > 0:
             reason = why or "stopped by the main process"
             break
 
-    summary = {"history": state.history, "best_epoch": state.best_epoch, "best_val_bleu": state.best_bleu,
-               "stop_reason": reason, "steps": state.step, "elapsed_s": state.elapsed_s,
-               "parameters": model.num_parameters()}
+    summary = {"history": state.history, "best_epoch": state.best_epoch,
+               "best_val_bleu": state.best_bleu, "stop_reason": reason, "steps": state.step,
+               "elapsed_s": state.elapsed_s, "parameters": model.num_parameters()}
     if dist.main:
-        log(f"stopped: {reason}; best validation BLEU {state.best_bleu:.2f} at epoch {state.best_epoch}")
-        summary["selected"] = select_weights(model, run.tokenizer, run.run_dir, tc, run.corpora.validation, state,
-                                             summary, log)
+        log(f"stopped: {reason}; best validation BLEU {state.best_bleu:.2f} at epoch "
+            f"{state.best_epoch}")
+        summary["selected"] = select_weights(model, run.tokenizer, run.run_dir, tc,
+                                             run.corpora.validation, state, summary, log)
         (run.run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         if out_dir:
-            export_checkpoint(out_dir, model, run.tokenizer, tc, run.corpora, state, summary["selected"], reason)
+            export_checkpoint(out_dir, model, run.tokenizer, tc, run.corpora, state,
+                              summary["selected"], reason)
     dist.close()
     return summary

@@ -1,17 +1,18 @@
-"""The toy DETR's world: synthetic canvases of handwritten digits, and how a detection is scored (training
-is training.detr, the checkpoint's card checkpoints.cards.detr_card).
+"""The toy DETR's world: synthetic canvases of handwritten digits, and how a detection is scored
+(training is training.detr, the checkpoint's card checkpoints.cards.detr_card).
 
-A canvas is canvas_size × canvas_size (32 by default), black, with 1 to 4 digits pasted at random places where
-no two touch. Each digit is one of scikit-learn's 8 × 8 images (vision/digits.py) resized to a random side of 8 to 12
-pixels; its box is the square it was pasted into. Canvas ``index`` of seed ``S`` is drawn from
-``numpy.random.default_rng([S, index])``, so any canvas can be rebuilt from two numbers (the page's URL keeps
-the seed). Training canvases use the training images of the ViT's fixed split and the training seed;
-evaluation canvases use the held-out images and any other seed, so the evaluation sees neither a training
-canvas nor a training image.
+A canvas is canvas_size × canvas_size (32 by default), black, with 1 to 4 digits pasted at random
+places where no two touch. Each digit is one of scikit-learn's 8 × 8 images (vision/digits.py)
+resized to a random side of 8 to 12 pixels; its box is the square it was pasted into. Canvas
+``index`` of seed ``S`` is drawn from ``numpy.random.default_rng([S, index])``, so any canvas can be
+rebuilt from two numbers (the page's URL keeps the seed). Training canvases use the training images
+of the ViT's fixed split and the training seed; evaluation canvases use the held-out images and any
+other seed, so the evaluation sees neither a training canvas nor a training image.
 
 Checkpoint layout (no tokenizer; ``checkpoints.load_checkpoint`` reads it by ``"arch": "detr"``)::
 
-    DIR/model.safetensors  DIR/config.json (DETRConfig)  DIR/metadata.json  DIR/README.md (the model card)
+    DIR/model.safetensors  DIR/config.json (DETRConfig)  DIR/metadata.json
+    DIR/README.md (the model card)
 """
 
 from __future__ import annotations
@@ -42,16 +43,18 @@ class Canvas:
 
 @lru_cache(maxsize=2)
 def sprites(part: str) -> tuple[dict[int, np.ndarray], np.ndarray]:
-    """The digit images of one part of the split, resized to every side in SIZES: ({side: (n, side, side)}, labels)."""
+    """The digit images of one part of the split, resized to every side in SIZES:
+    ({side: (n, side, side)}, labels)."""
     from transformer_viz.vision.digits import load_split
 
     if part not in PARTS:
         raise ValueError(f"part must be one of {PARTS}, not {part!r}")
     split = load_split()
-    images, labels = (split.train_images, split.train_labels) if part == "train" else (split.test_images,
-                                                                                        split.test_labels)
+    images, labels = ((split.train_images, split.train_labels) if part == "train"
+                      else (split.test_images, split.test_labels))
     base = torch.from_numpy(images)[:, None]  # (n, 1, 8, 8)
-    resized = {side: F.interpolate(base, size=(side, side), mode="bilinear", align_corners=False, antialias=False)
+    resized = {side: F.interpolate(base, size=(side, side), mode="bilinear", align_corners=False,
+                                   antialias=False)
                [:, 0].clamp(0, 1).numpy() for side in SIZES}
     return resized, labels
 
@@ -65,9 +68,11 @@ def make_canvas(seed: int, index: int = 0, part: str = "held-out", size: int = 3
     chosen = []
     for _ in range(int(rng.integers(1, MAX_DIGITS + 1))):
         side = int(rng.choice(SIZES))
-        for _ in range(100):  # rejection sampling of a free place; on a 32 × 32 canvas it rarely needs 10 tries
+        # rejection sampling of a free place; on a 32 × 32 canvas it rarely needs 10 tries
+        for _ in range(100):
             x, y = (int(v) for v in rng.integers(0, size - side + 1, size=2))
-            if all(x + side <= px or px + ps <= x or y + side <= py or py + ps <= y for px, py, ps in placed):
+            if all(x + side <= px or px + ps <= x or y + side <= py or py + ps <= y
+                   for px, py, ps in placed):
                 break
         else:
             continue
@@ -75,7 +80,8 @@ def make_canvas(seed: int, index: int = 0, part: str = "held-out", size: int = 3
         canvas[y:y + side, x:x + side] = images[side][source]
         placed.append((x, y, side))
         chosen.append(source)
-    boxes = np.array([[(x + s / 2) / size, (y + s / 2) / size, s / size, s / size] for x, y, s in placed],
+    boxes = np.array([[(x + s / 2) / size, (y + s / 2) / size, s / size, s / size]
+                      for x, y, s in placed],
                      dtype=np.float32).reshape(-1, 4)
     sources = np.array(chosen, dtype=np.int64)
     return Canvas(canvas, labels[sources].astype(np.int64), boxes, sources)
@@ -88,10 +94,11 @@ def canvas_batch(seed: int, start: int, count: int, part: str, size: int = 32) -
 def stack(canvases: list[Canvas]) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
     """-> images (B, H, W), per canvas its labels (n,) and boxes (n, 4)."""
     images = torch.from_numpy(np.stack([c.image for c in canvases]))
-    return images, [torch.from_numpy(c.labels) for c in canvases], [torch.from_numpy(c.boxes) for c in canvases]
+    return (images, [torch.from_numpy(c.labels) for c in canvases],
+            [torch.from_numpy(c.boxes) for c in canvases])
 
 
-# --- evaluation -----------------------------------------------------------------------------------------------
+# --- evaluation -----------------------------------------------------------------------------------
 
 @dataclass
 class Detection:
@@ -109,16 +116,18 @@ def detections(class_logits: torch.Tensor, boxes: torch.Tensor) -> list[Detectio
             for q in range(len(best)) if int(best[q]) != probs.shape[-1] - 1]
 
 
-def score_canvas(found: list[Detection], labels: np.ndarray, boxes: np.ndarray, iou_threshold: float = 0.5) -> int:
-    """How many detections are right: each object may be claimed once, by the most confident detection of its
-    class whose box overlaps it with IoU ≥ iou_threshold."""
+def score_canvas(found: list[Detection], labels: np.ndarray, boxes: np.ndarray,
+                 iou_threshold: float = 0.5) -> int:
+    """How many detections are right: each object may be claimed once, by the most confident
+    detection of its class whose box overlaps it with IoU ≥ iou_threshold."""
     if not found or len(labels) == 0:
         return 0
     iou, _ = pairwise_iou(cxcywh_to_xyxy(torch.from_numpy(np.stack([d.box for d in found]))),
                           cxcywh_to_xyxy(torch.from_numpy(boxes)))  # (n_found, n_objects)
     claimed, correct = set(), 0
     for i in sorted(range(len(found)), key=lambda k: -found[k].score):
-        candidates = [j for j in range(len(labels)) if j not in claimed and labels[j] == found[i].label
+        candidates = [j for j in range(len(labels))
+                      if j not in claimed and labels[j] == found[i].label
                       and iou[i, j] >= iou_threshold]
         if candidates:
             claimed.add(max(candidates, key=lambda j: float(iou[i, j])))
@@ -127,12 +136,14 @@ def score_canvas(found: list[Detection], labels: np.ndarray, boxes: np.ndarray, 
 
 
 @torch.no_grad()
-def evaluate(model: DETR, seed: int, n_canvases: int = 1000, part: str = "held-out", batch_size: int = 100) -> dict:
+def evaluate(model: DETR, seed: int, n_canvases: int = 1000, part: str = "held-out",
+             batch_size: int = 100) -> dict:
     """Precision and recall at IoU ≥ 0.5 with the right class on canvases 0 … n−1 of ``seed``."""
     model.eval()
     n_found = n_right = n_objects = 0
     for start in range(0, n_canvases, batch_size):
-        canvases = canvas_batch(seed, start, min(batch_size, n_canvases - start), part, model.cfg.canvas_size)
+        canvases = canvas_batch(seed, start, min(batch_size, n_canvases - start), part,
+                                model.cfg.canvas_size)
         images, labels, boxes = stack(canvases)
         out = model(images)
         for b, canvas in enumerate(canvases):
@@ -140,11 +151,13 @@ def evaluate(model: DETR, seed: int, n_canvases: int = 1000, part: str = "held-o
             n_found += len(found)
             n_right += score_canvas(found, canvas.labels, canvas.boxes)
             n_objects += len(canvas.labels)
-    return {"canvases": n_canvases, "seed": seed, "images": part, "objects": n_objects, "detections": n_found,
-            "correct": n_right, "precision": round(n_right / max(1, n_found), 4),
+    return {"canvases": n_canvases, "seed": seed, "images": part, "objects": n_objects,
+            "detections": n_found, "correct": n_right,
+            "precision": round(n_right / max(1, n_found), 4),
             "recall": round(n_right / max(1, n_objects), 4)}
 
 
-CANVAS_TEXT = ("32 × 32 canvases with 1–4 non-touching digits, each one of scikit-learn's 8 × 8 digit images "
-               "resized to 8–12 pixels; training canvases use the 1,437 training images of the ViT's fixed split, "
-               "evaluation canvases the 360 held-out images and a seed other than the training seed")
+CANVAS_TEXT = ("32 × 32 canvases with 1–4 non-touching digits, each one of scikit-learn's 8 × 8 "
+               "digit images resized to 8–12 pixels; training canvases use the 1,437 training "
+               "images of the ViT's fixed split, evaluation canvases the 360 held-out images and a "
+               "seed other than the training seed")
