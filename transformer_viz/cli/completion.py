@@ -46,7 +46,7 @@ def load_gpt(path, dtype: str = "float32"):
 
 def cmd_complete(args) -> int:
     from transformer_viz.engine import run_prompt
-    from transformer_viz.text.completion import SamplingSettings
+    from transformer_viz.generation.completion import SamplingSettings
 
     ckpt = load_gpt(args.checkpoint, args.dtype)
     refuse_too_long(ckpt.tokenizer, " ".join(args.prompt), ckpt.config.max_len - 1)  # one position is left to write

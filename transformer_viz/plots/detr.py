@@ -1,4 +1,4 @@
-"""Figures for the toy DETR (detr.py): the canvas with each query's box, a query's cross-attention or a feature
+"""Figures for the toy DETR (models/detr/): the canvas with each query's box, a query's cross-attention or a feature
 cell's self-attention laid over the canvas, the queries' class probabilities, and the Hungarian matching of
 queries to objects with its cost matrix. Pure functions: arrays in, a plotly figure out."""
 

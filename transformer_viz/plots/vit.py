@@ -1,4 +1,4 @@
-"""Figures for the Vision Transformer (vit.py): the image and its patch grid, the patch embeddings, the
+"""Figures for the Vision Transformer (models/vit/): the image and its patch grid, the patch embeddings, the
 [CLS] token's attention to the patches overlaid on the image, attention rollout, the class probabilities.
 Pure functions: arrays in, a plotly figure out."""
 

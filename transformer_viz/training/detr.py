@@ -14,8 +14,9 @@ import torch
 
 from transformer_viz.checkpoints import save_image_model
 from transformer_viz.checkpoints.cards import detr_card
-from transformer_viz.models.boxes import LossWeights, set_loss
-from transformer_viz.models.detr import DETR, DETRConfig
+from transformer_viz.models.detr.boxes import LossWeights, set_loss
+from transformer_viz.models.detr.config import DETRConfig
+from transformer_viz.models.detr.model import DETR
 from transformer_viz.vision.canvases import CANVAS_TEXT, TRAIN_SEED, Canvas, canvas_batch, evaluate, stack
 from transformer_viz.vision.digits import DATA_CREDIT
 
@@ -112,7 +113,7 @@ def train_detr(tc: DETRTrainConfig, run_dir: str | Path, out_dir: str | Path, lo
     _save_state(run_dir, model, optimizer, step, history, minutes)
     metadata = {
         "name": "Toy DETR on canvases of handwritten digits", "task": "digit detection",
-        "description": "A small Detection Transformer trained from scratch on this CPU (transformer_viz/detr.py).",
+        "description": "A small Detection Transformer trained from scratch on this CPU (transformer_viz/models/detr/).",
         "data": {"canvases": CANVAS_TEXT, "training_seed": TRAIN_SEED},
         "training": {**asdict(tc), "steps_run": step, "optimizer": "AdamW", "minutes": round(minutes, 2)},
         "validation": evaluate(model, tc.val_seed, 1000),

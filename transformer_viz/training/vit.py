@@ -14,7 +14,8 @@ import torch.nn.functional as F
 
 from transformer_viz.checkpoints import save_image_model
 from transformer_viz.checkpoints.cards import vit_card
-from transformer_viz.models.vit import ViT, ViTConfig
+from transformer_viz.models.vit.config import ViTConfig
+from transformer_viz.models.vit.model import ViT
 from transformer_viz.vision.digits import DATA_CREDIT, SPLIT_TEXT, accuracy, load_split
 
 
@@ -78,7 +79,7 @@ def train_vit(tc: ViTTrainConfig, out_dir: str | Path, log=print) -> dict:
             break
     metadata = {
         "name": "ViT on 8 × 8 handwritten digits", "task": "digit classification",
-        "description": "A small Vision Transformer trained from scratch on this CPU (transformer_viz/vit.py).",
+        "description": "A small Vision Transformer trained from scratch on this CPU (transformer_viz/models/vit/).",
         "data": {"source": DATA_CREDIT, "split": SPLIT_TEXT},
         "training": {**asdict(tc), "epochs_run": len(history), "optimizer": "AdamW",
                      "minutes": round((time.perf_counter() - start) / 60, 2),
