@@ -59,7 +59,7 @@ def timed_reruns(checkpoints: Path, n: int, step: int) -> list[float]:
 def library_times(checkpoint: Path, n: int) -> list[float]:
     from transformer_viz.checkpoints import load_checkpoint
     from transformer_viz.engine import run_prompt
-    from transformer_viz.text.completion import SamplingSettings
+    from transformer_viz.generation.completion import SamplingSettings
 
     ckpt = load_checkpoint(checkpoint)
     run_prompt(ckpt, "warm up", SamplingSettings(0.0, max_new_tokens=12))

@@ -31,9 +31,9 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from transformer_viz.models.config import preset  # noqa: E402
-from transformer_viz.models.transformer import Transformer, sinusoidal_positional_encoding  # noqa: E402
 from transformer_viz.core.trace import Trace  # noqa: E402
+from transformer_viz.models.transformer.config import preset  # noqa: E402
+from transformer_viz.models.transformer.model import Transformer, sinusoidal_positional_encoding  # noqa: E402
 
 
 class ReferenceTransformer(nn.Module):

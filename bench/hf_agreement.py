@@ -22,10 +22,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from transformer_viz.checkpoints import load_checkpoint  # noqa: E402
-from transformer_viz.text.corpora import read_any_split  # noqa: E402
-from transformer_viz.text.decoding import beam_search, greedy_decode, max_output_length  # noqa: E402
 from transformer_viz.engine import traced_forward  # noqa: E402
+from transformer_viz.generation.decoding import beam_search, greedy_decode, max_output_length  # noqa: E402
 from transformer_viz.interop.marian_export import export_hf  # noqa: E402
+from transformer_viz.text.corpora import read_any_split  # noqa: E402
 from transformer_viz.text.tokenizer import encode_source, output_ids  # noqa: E402
 
 

@@ -11,9 +11,9 @@ float32 and as int8. Every engine decodes the same source token IDs (our tokeniz
 in the same batches: consecutive sentences of the split in file order, batch 1 and batch 32, greedy
 and beam 5, each engine with its own beam search and the checkpoint's length penalty (the algorithms
 differ, so beam outputs may too: the agreement is reported), no repetition guard, and the same
-length limit (text.decoding.max_output_length). The batches are cut into rounds; in every round each
-engine decodes the same batches, the order of the engines rotating round by round, so a noisy moment
-hits them all alike. Sentences per second = sentences / total time of an engine in a cell. Timings
+length limit (generation.decoding.max_output_length). The batches are cut into rounds; in every
+round each engine decodes the same batches, the order of the engines rotating round by round, so
+a noisy moment hits them all alike. Sentences per second = sentences / total time of an engine in a cell. Timings
 use time.perf_counter; the first batch of each cell is decoded once by every engine, untimed.
 """
 
@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 from transformer_viz.checkpoints import load_checkpoint  # noqa: E402
+from transformer_viz.generation.decoding import beam_search, greedy_decode, max_output_length  # noqa: E402
 from transformer_viz.text.corpora import encode_pairs, read_split  # noqa: E402
-from transformer_viz.text.decoding import beam_search, greedy_decode, max_output_length  # noqa: E402
 from transformer_viz.text.tokenizer import output_ids  # noqa: E402
 
 CELLS = [("greedy", 1), ("greedy", 32), ("beam5", 1), ("beam5", 32)]
@@ -237,7 +237,7 @@ def narrow_checkpoint(ckpt):
     dispatch, bookkeeping)."""
     import dataclasses
 
-    from transformer_viz.models.transformer import Transformer
+    from transformer_viz.models.transformer.model import Transformer
 
     torch.manual_seed(0)
     cfg = dataclasses.replace(ckpt.config, d_model=32, d_ff=64, h=4, dropout=0.0)

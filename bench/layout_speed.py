@@ -24,7 +24,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from transformer_viz.models.config import ModelConfig  # noqa: E402
+from transformer_viz.models.transformer.config import ModelConfig  # noqa: E402
 
 
 def shapes(cfg: ModelConfig) -> list[tuple[str, int, int]]:

@@ -20,7 +20,7 @@ from transformer_viz.app.examples import LECTURE_SENTENCES, WRONG_BELOW  # noqa:
 from transformer_viz.checkpoints import load_checkpoint  # noqa: E402
 from transformer_viz.checkpoints.records import record_examples  # noqa: E402
 from transformer_viz.engine import run_sentence  # noqa: E402
-from transformer_viz.text.evaluation import sentence_chrf  # noqa: E402
+from transformer_viz.generation.evaluation import sentence_chrf  # noqa: E402
 
 BAD = WRONG_BELOW  # chrF below this: the translation is wrong (the Overview says so)
 

@@ -11,8 +11,8 @@ import torch
 from tests.support.apptest import SENTENCE, charts, open_page
 from tests.support.corpora import synthetic_pairs
 from transformer_viz.checkpoints import load_checkpoint, save_checkpoint
-from transformer_viz.models.config import preset
-from transformer_viz.models.transformer import Transformer
+from transformer_viz.models.transformer.config import preset
+from transformer_viz.models.transformer.model import Transformer
 from transformer_viz.text.tokenizer import train_tokenizer
 
 # The tensors here are tiny: one thread avoids thread start-up and contention costs on a 2-core machine,
@@ -56,10 +56,12 @@ def checkpoint_dir(tmp_path_factory, tiny_model, tokenizer):
     """The tiny Transformer, and beside it two tiny recurrent models (without and with attention) for the RNN
     page, a tiny Vision Transformer and a tiny DETR (random weights) for their pages; the sidebar lists the
     Transformer only."""
-    from transformer_viz.models.detr import DETR, DETRConfig
-    from transformer_viz.models.rnn import RNNSeq2Seq
-    from transformer_viz.models.rnn import preset as rnn_preset
-    from transformer_viz.models.vit import ViT, ViTConfig
+    from transformer_viz.models.detr.config import DETRConfig
+    from transformer_viz.models.detr.model import DETR
+    from transformer_viz.models.rnn.config import preset as rnn_preset
+    from transformer_viz.models.rnn.model import RNNSeq2Seq
+    from transformer_viz.models.vit.config import ViTConfig
+    from transformer_viz.models.vit.model import ViT
     from transformer_viz.training.detr import save_detr_checkpoint
     from transformer_viz.training.vit import save_vit_checkpoint
 
@@ -79,7 +81,8 @@ def checkpoint_dir(tmp_path_factory, tiny_model, tokenizer):
                          {"test": {"canvases": 1000, "seed": 5, "images": "held-out", "precision": 0.031,
                                    "recall": 0.042}})
     from transformer_viz.checkpoints.cards import gpt_card
-    from transformer_viz.models.gpt import GPT, GPTConfig
+    from transformer_viz.models.gpt.config import GPTConfig
+    from transformer_viz.models.gpt.model import GPT
 
     torch.manual_seed(TINY_GPT_SEED)
     gpt = GPT(GPTConfig(vocab_size=len(tokenizer), **TINY_GPT)).eval()

@@ -16,10 +16,10 @@ import torch.nn.functional as F
 
 from transformer_viz.checkpoints import Checkpoint
 from transformer_viz.core.trace import Trace
-from transformer_viz.models.config import ModelConfig, preset
-from transformer_viz.models.transformer import Transformer
-from transformer_viz.text.completion import Completion, SamplingSettings, complete_text
-from transformer_viz.text.decoding import DecodeResult, generate, max_output_length
+from transformer_viz.generation.completion import Completion, SamplingSettings, complete_text
+from transformer_viz.generation.decoding import DecodeResult, generate, max_output_length
+from transformer_viz.models.transformer.config import ModelConfig, preset
+from transformer_viz.models.transformer.model import Transformer
 from transformer_viz.text.tokenizer import BOS, EOS, decode, encode_source
 
 
@@ -294,7 +294,7 @@ class PromptRun:
     ids: list[int]
     tokens: list[str]
     trace: Trace | None
-    config: object  # models.gpt.GPTConfig
+    config: object  # models.gpt.config.GPTConfig
 
     @property
     def n_prompt(self) -> int:

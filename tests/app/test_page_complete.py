@@ -10,7 +10,7 @@ from tests.support.apptest import chart, open_page, rerun
 from tests.support.figures import array, z_of
 from transformer_viz.checkpoints import load_checkpoint
 from transformer_viz.engine import run_prompt
-from transformer_viz.text.completion import SamplingSettings
+from transformer_viz.generation.completion import SamplingSettings
 
 PAGE = "transformer_viz/app/pages/complete.py"
 STEP_CHARTS = {"complete-temperature", "complete-kept", "complete-attention", "complete-families"}

@@ -116,7 +116,7 @@ def test_forcing_another_word_decodes_the_rest_greedily_and_the_link_keeps_it(op
 
 
 def test_the_key_value_cache_step_shows_the_cache_decoding_used(open_app, tiny_checkpoint, open_step):
-    from transformer_viz.text.kv_cache import multiply_adds, record_cache
+    from transformer_viz.generation.kv_cache import multiply_adds, record_cache
 
     at = open_step(open_app("transformer_viz/app/pages/decoding.py"), "decoding_step", 2)
     run = run_sentence(tiny_checkpoint, SENTENCE, trace=False)

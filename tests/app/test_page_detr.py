@@ -13,8 +13,9 @@ from tests.conftest import TINY_DETR, TINY_DETR_SEED
 from tests.support.apptest import chart, open_page, rerun
 from tests.support.figures import z_of
 from transformer_viz.core.trace import Trace
-from transformer_viz.models.boxes import hungarian_match, matching_cost
-from transformer_viz.models.detr import DETR, DETRConfig
+from transformer_viz.models.detr.boxes import hungarian_match, matching_cost
+from transformer_viz.models.detr.config import DETRConfig
+from transformer_viz.models.detr.model import DETR
 from transformer_viz.plots.vit import upsample
 from transformer_viz.vision.canvases import make_canvas
 

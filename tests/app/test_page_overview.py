@@ -51,7 +51,7 @@ def test_overview_translates_with_the_checkpoints_default_decoding_and_names_its
                                                                                        tiny_checkpoint):
     from transformer_viz.app import about as webapp
     from transformer_viz.engine import run_sentence
-    from transformer_viz.text.decoding_defaults import GenerationDefaults
+    from transformer_viz.generation.decoding_defaults import GenerationDefaults
 
     monkeypatch.setattr(webapp, "generation_defaults", lambda name: GenerationDefaults(num_beams=3, length_penalty=0.0))
     at = open_app("transformer_viz/app/pages/overview.py")

@@ -14,7 +14,8 @@ from tests.support.apptest import OTHER_SENTENCE, SENTENCE, change_sentence, cha
 from tests.support.figures import array, z_of
 from transformer_viz.checkpoints import load_checkpoint, save_checkpoint
 from transformer_viz.engine import run_sentence
-from transformer_viz.models.rnn import RNNSeq2Seq, preset
+from transformer_viz.models.rnn.config import preset
+from transformer_viz.models.rnn.model import RNNSeq2Seq
 
 STEP_CHARTS = [{"rnn-encoder-states", "rnn-context"}, {"rnn-unrolled", "rnn-attn-unrolled", "rnn-decoder-states"},
                {"rnn-alignment", "rnn-transformer-cross"}, {"rnn-steps", "rnn-timing"}, {"rnn-bleu-by-length"}]

@@ -4,9 +4,9 @@ base model."""
 from __future__ import annotations
 
 from tests.support.apptest import OTHER_SENTENCE, SENTENCE, change_sentence, chart, charts, latex
-from transformer_viz.models.config import preset
-from transformer_viz.models.transformer import Transformer
-from transformer_viz.models.transformer_names import trace_names
+from transformer_viz.models.transformer.config import preset
+from transformer_viz.models.transformer.model import Transformer
+from transformer_viz.models.transformer.names import trace_names
 
 
 def test_shapes_page(open_app, tokenizer):

@@ -13,7 +13,8 @@ from tests.conftest import TINY_VIT, TINY_VIT_SEED
 from tests.support.apptest import chart, open_page, rerun
 from tests.support.figures import array, z_of
 from transformer_viz.core.trace import Trace
-from transformer_viz.models.vit import ViT, ViTConfig
+from transformer_viz.models.vit.config import ViTConfig
+from transformer_viz.models.vit.model import ViT
 from transformer_viz.plots.vit import attention_rollout
 from transformer_viz.vision.digits import load_split
 

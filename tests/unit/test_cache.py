@@ -11,10 +11,10 @@ import dataclasses
 import pytest
 import torch
 
+from transformer_viz.generation.decoding import beam_search, beam_search_hf, greedy_decode
 from transformer_viz.models import products
-from transformer_viz.models.config import preset
-from transformer_viz.models.transformer import Transformer
-from transformer_viz.text.decoding import beam_search, beam_search_hf, greedy_decode
+from transformer_viz.models.transformer.config import preset
+from transformer_viz.models.transformer.model import Transformer
 
 VARIANTS = {
     "post-LN": {},

@@ -227,8 +227,8 @@ def test_other_damage(checkpoint_dir, tmp_path, tokenizer, capsys):
     with pytest.raises(CheckpointError, match="has no model.safetensors"):
         load_checkpoint(empty)
     # NaN weights load as a model that prints garbage: refuse them
-    from transformer_viz.models.config import preset
-    from transformer_viz.models.transformer import Transformer
+    from transformer_viz.models.transformer.config import preset
+    from transformer_viz.models.transformer.model import Transformer
 
     model = Transformer(preset("tiny", vocab_size=len(tokenizer))).eval()
     with torch.no_grad():

@@ -10,7 +10,7 @@ import pytest
 
 from transformer_viz.cli import main
 from transformer_viz.engine import run_sentence
-from transformer_viz.models.transformer_names import trace_names
+from transformer_viz.models.transformer.names import trace_names
 
 SENTENCE = "ein mann spielt im park ."
 

@@ -10,8 +10,8 @@ import torch
 
 from transformer_viz.interpret import contrast as C
 from transformer_viz.interpret import explain as X
-from transformer_viz.models.config import preset
-from transformer_viz.models.transformer import Transformer
+from transformer_viz.models.transformer.config import preset
+from transformer_viz.models.transformer.model import Transformer
 
 V = 40
 SRC = [5, 9, 17, 23, 11, 30, 2]

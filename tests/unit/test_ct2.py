@@ -12,10 +12,10 @@ import torch
 ctranslate2 = pytest.importorskip("ctranslate2")
 
 from transformer_viz.checkpoints import load_checkpoint  # noqa: E402
+from transformer_viz.generation.decoding import greedy_decode, max_output_length  # noqa: E402
 from transformer_viz.interop.ctranslate2 import CT2Translator  # noqa: E402
-from transformer_viz.models.config import preset  # noqa: E402
-from transformer_viz.models.transformer import Transformer  # noqa: E402
-from transformer_viz.text.decoding import greedy_decode, max_output_length  # noqa: E402
+from transformer_viz.models.transformer.config import preset  # noqa: E402
+from transformer_viz.models.transformer.model import Transformer  # noqa: E402
 
 SENTENCES = ["ein mann spielt im park .", "zwei hunde laufen .", "eine frau liest ein buch im park .", "hallo"]
 

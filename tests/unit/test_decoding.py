@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from transformer_viz.models.config import preset
-from transformer_viz.text.decoding import ban_loops, beam_search, greedy_decode, loop_bans, max_output_length
-from transformer_viz.text.evaluation import has_repetition
+from transformer_viz.generation.decoding import ban_loops, beam_search, greedy_decode, loop_bans, max_output_length
+from transformer_viz.generation.evaluation import has_repetition
+from transformer_viz.models.transformer.config import preset
 from transformer_viz.text.tokenizer import BOS, EOS, PAD, decode, output_ids
 
 

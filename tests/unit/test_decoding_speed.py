@@ -11,9 +11,9 @@ import torch
 
 from transformer_viz.checkpoints import load_checkpoint
 from transformer_viz.core.trace import Trace
-from transformer_viz.models.transformer import DecoderState
+from transformer_viz.generation.decoding import beam_search, greedy_decode
+from transformer_viz.models.transformer.model import DecoderState
 from transformer_viz.text.corpora import encode_pairs
-from transformer_viz.text.decoding import beam_search, greedy_decode
 
 ROOT = Path(__file__).resolve().parents[2]
 # Sentences of very different lengths, so that in one batch they finish at different steps.

@@ -1,4 +1,4 @@
-"""The toy DETR (detr.py), its boxes and set loss (boxes.py), its canvases, training and evaluation
+"""The toy DETR (models/detr/), its boxes and set loss (models/detr/boxes.py), its canvases, training and evaluation
 (canvases.py), its checkpoint and the command line."""
 
 from __future__ import annotations
@@ -12,9 +12,11 @@ import torch
 
 from transformer_viz.checkpoints import CheckpointError, checkpoint_arch, load_checkpoint
 from transformer_viz.core.trace import Trace
-from transformer_viz.models.boxes import (LossWeights, cxcywh_to_xyxy, hungarian_match, match, matching_cost,
+from transformer_viz.models.detr.boxes import (LossWeights, cxcywh_to_xyxy, hungarian_match, match, matching_cost,
                                           pairwise_giou, pairwise_iou, set_loss, xyxy_to_cxcywh)
-from transformer_viz.models.detr import CLASSES, DETR, DETRConfig, trace_names
+from transformer_viz.models.detr.config import CLASSES, DETRConfig
+from transformer_viz.models.detr.model import DETR
+from transformer_viz.models.detr.names import trace_names
 from transformer_viz.training.detr import DETRTrainConfig, save_detr_checkpoint, train_detr
 from transformer_viz.vision.canvases import (MAX_DIGITS, SIZES, Detection, detections, evaluate, make_canvas,
                                              score_canvas, sprites)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from transformer_viz.text.evaluation import has_repetition, repetition_rate
+from transformer_viz.generation.evaluation import has_repetition, repetition_rate
 
 
 def test_a_unit_of_up_to_three_tokens_repeated_four_times_is_a_stutter():
@@ -23,7 +23,7 @@ def test_repetition_rate_counts_outputs_on_the_models_subwords(tokenizer):
 def test_sentence_chrf_is_sacrebleus_for_one_sentence():
     import sacrebleu
 
-    from transformer_viz.text.evaluation import sentence_chrf
+    from transformer_viz.generation.evaluation import sentence_chrf
 
     assert sentence_chrf("The sun rises in the east.", "The sun rises in the east.") == 100.0
     hyp, ref = "The sun is walking in Oast.", "The sun rises in the east."

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 import torch
 
+from transformer_viz.generation.decoding import greedy_decode
 from transformer_viz.interpret import ablation as H
 from transformer_viz.interpret import explain as X
 from transformer_viz.interpret.lens import forward_with_streams
-from transformer_viz.models.config import preset
-from transformer_viz.models.transformer import Transformer
-from transformer_viz.text.decoding import greedy_decode
+from transformer_viz.models.transformer.config import preset
+from transformer_viz.models.transformer.model import Transformer
 
 V = 40
 

@@ -10,7 +10,7 @@ import pytest
 from transformer_viz import engine
 from transformer_viz.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
 from transformer_viz.cli import main
-from transformer_viz.text.decoding_defaults import (GENERATION_CONFIG, GenerationDefaults, load_generation_defaults,
+from transformer_viz.generation.decoding_defaults import (GENERATION_CONFIG, GenerationDefaults, load_generation_defaults,
                                                     save_generation_defaults)
 
 SENTENCE = "ein mann spielt im park ."

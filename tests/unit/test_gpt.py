@@ -12,7 +12,9 @@ from transformer_viz.checkpoints import CheckpointError, checkpoint_arch, load_c
 from transformer_viz.checkpoints.cards import gpt_card
 from transformer_viz.checkpoints.gpt2 import gpt2_model_config, gpt2_state_dict
 from transformer_viz.core.trace import Trace
-from transformer_viz.models.gpt import GPT, GPTConfig, trace_names
+from transformer_viz.models.gpt.config import GPTConfig
+from transformer_viz.models.gpt.model import GPT
+from transformer_viz.models.gpt.names import trace_names
 from transformer_viz.models.registry import architecture
 
 TINY = dict(vocab_size=40, d_model=32, d_ff=64, h=4, N=2, max_len=24, dropout=0.0)

@@ -27,8 +27,8 @@ from transformer_viz.checkpoints.compact import (
     read_shards,
     write_shards,
 )
-from transformer_viz.models.config import preset
-from transformer_viz.models.transformer import Transformer
+from transformer_viz.models.transformer.config import preset
+from transformer_viz.models.transformer.model import Transformer
 from transformer_viz.text.corpora import encode_pairs, token_batches
 from transformer_viz.training.gpu_run import DIRECTIONS, Prepared, join, prepare
 
@@ -148,7 +148,7 @@ def test_run_epoch_stops_at_the_deadline_and_after_step_sees_every_update():
 
 
 def test_translate_encoded_gives_what_translate_texts_gives(tiny_model, tokenizer):
-    from transformer_viz.text.evaluation import translate_encoded, translate_texts
+    from transformer_viz.generation.evaluation import translate_encoded, translate_texts
 
     texts = [s for s, _ in synthetic_pairs(12, seed=7)]
     sources = [
@@ -308,7 +308,7 @@ def test_train_base_script_then_join_then_the_cli_and_the_app_open_the_checkpoin
     assert cli.returncode == 0, cli.stderr
 
     from transformer_viz.app import catalogue, loaders
-    from transformer_viz.text.evaluation import translate_texts
+    from transformer_viz.generation.evaluation import translate_texts
 
     monkeypatch.setenv(catalogue.CHECKPOINTS_ENV, str(tmp_path / "ckpts"))
     assert sorted(catalogue.list_checkpoints()) == ["base-de-en", "base-en-de"]

@@ -10,8 +10,8 @@ import torch
 from transformer_viz.core.trace import Trace
 from transformer_viz.interpret import explain as X
 from transformer_viz.interpret.head_cards import entropy_share, head_cards, head_type, pattern_score
-from transformer_viz.models.config import preset
-from transformer_viz.models.transformer import Transformer
+from transformer_viz.models.transformer.config import preset
+from transformer_viz.models.transformer.model import Transformer
 
 
 def test_a_head_on_the_previous_token_scores_1_and_a_uniform_one_is_broad():

@@ -16,9 +16,9 @@ from tests.conftest import synthetic_pairs
 from transformer_viz.checkpoints import CheckpointError, load_checkpoint
 from transformer_viz.checkpoints.marian import marian_positions, residual_permutation
 from transformer_viz.engine import run_sentence, traced_forward
+from transformer_viz.generation.decoding import beam_search, greedy_decode, max_output_length
+from transformer_viz.generation.decoding_defaults import GenerationDefaults
 from transformer_viz.interop.marian_export import export_hf
-from transformer_viz.text.decoding import beam_search, greedy_decode, max_output_length
-from transformer_viz.text.decoding_defaults import GenerationDefaults
 from transformer_viz.text.tokenizer import decode, encode_source
 
 transformers = pytest.importorskip("transformers")
@@ -218,7 +218,7 @@ def test_translate_and_trace_on_the_command_line_read_a_marian_directory(importe
     """A sentence, standard input (batched: the random model's loops run to the batch's longer cap) and the
     trace JSON give what the engine gives (the generation config asks for no beam: greedy, <pad> banned)."""
     from tests.unit.test_cli import run_cli
-    from transformer_viz.text.evaluation import translate_texts
+    from transformer_viz.generation.evaluation import translate_texts
 
     path = str(marian_dir[0])
     expected = run_sentence(imported, SENTENCES[0]).translation
@@ -324,7 +324,7 @@ def test_export_refuses_a_pre_ln_model(tiny_checkpoint, tmp_path):
     from dataclasses import replace
 
     from transformer_viz.checkpoints import Checkpoint
-    from transformer_viz.models.transformer import Transformer
+    from transformer_viz.models.transformer.model import Transformer
 
     cfg = replace(tiny_checkpoint.config, pre_ln=True)
     ckpt = Checkpoint(Transformer(cfg), tiny_checkpoint.tokenizer, cfg)

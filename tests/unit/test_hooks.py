@@ -8,8 +8,8 @@ import torch
 
 from transformer_viz.core.hooks import Hooks, Recorder
 from transformer_viz.core.trace import Trace
-from transformer_viz.models.config import preset
-from transformer_viz.models.transformer import Transformer
+from transformer_viz.models.transformer.config import preset
+from transformer_viz.models.transformer.model import Transformer
 
 V = 50
 

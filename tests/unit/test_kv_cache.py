@@ -9,9 +9,9 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from transformer_viz.core.hooks import Hooks
 from transformer_viz.core.trace import Trace
-from transformer_viz.models.config import preset
-from transformer_viz.models.transformer import Transformer
-from transformer_viz.text.kv_cache import multiply_adds, record_cache
+from transformer_viz.generation.kv_cache import multiply_adds, record_cache
+from transformer_viz.models.transformer.config import preset
+from transformer_viz.models.transformer.model import Transformer
 
 V = 50
 SRC = [5, 9, 17, 23, 2]  # S = 5, ends in </s>

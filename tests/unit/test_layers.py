@@ -20,7 +20,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("core", "fenced"),  # core: the recorder, masks, config base, special tokens; fenced: private internals
     ("plots",),  # pure figures: numpy and plotly in, a Figure out
     ("models",),  # the model families, their configs and trace names, the registry
-    ("text",),  # tokenizer, corpora, decoding and its defaults, evaluation, input checks, analysis
+    ("text",),  # tokenizer, corpora, input checks, analysis
+    ("generation",),  # decoding and its defaults, sampling, the KV cache, completion, evaluation
     ("interpret",),  # experiments on the forward pass's hooks: heads off, the lens, attributions
     ("vision",),  # the digits and the canvases: data and scoring
     ("checkpoints",),  # the file format, loading through the registry, saving, cards

@@ -11,8 +11,8 @@ import torch
 from transformer_viz.interpret.lens import sublayer_lens
 from transformer_viz.interpret.tuned_lens import (TunedLens, load_tuned_lens, mean_kl, save_tuned_lens,
                                                   sentence_lens, train_tuned_lens)
-from transformer_viz.models.config import preset
-from transformer_viz.models.transformer import Transformer
+from transformer_viz.models.transformer.config import preset
+from transformer_viz.models.transformer.model import Transformer
 
 V = 40
 

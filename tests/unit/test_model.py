@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from transformer_viz.core.trace import Trace
-from transformer_viz.models.config import ModelConfig, preset
+from transformer_viz.generation.decoding import beam_search, greedy_decode
 from transformer_viz.models.trace_docs import names_markdown
-from transformer_viz.models.transformer import Transformer, sinusoidal_positional_encoding
-from transformer_viz.models.transformer_names import trace_names, transformerlens_hook
-from transformer_viz.text.decoding import beam_search, greedy_decode
+from transformer_viz.models.transformer.config import ModelConfig, preset
+from transformer_viz.models.transformer.model import Transformer, sinusoidal_positional_encoding
+from transformer_viz.models.transformer.names import trace_names, transformerlens_hook
 
 
 def _shape(template: str, dims: dict) -> tuple[int, ...] | None:
@@ -259,7 +259,7 @@ def _reference_attention(x_q, x_kv, mha, mask):
 def test_attention_agrees_with_torch_multihead_attention_and_a_loop_reference():
     torch.manual_seed(7)
     d_model, h = 32, 4
-    from transformer_viz.models.transformer import MultiHeadAttention
+    from transformer_viz.models.transformer.model import MultiHeadAttention
 
     ours = MultiHeadAttention(d_model, h).eval()
     ref = torch.nn.MultiheadAttention(d_model, h, batch_first=True).eval()

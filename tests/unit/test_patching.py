@@ -10,8 +10,8 @@ import torch
 
 from transformer_viz.interpret import ablation as H
 from transformer_viz.interpret import patching as P
-from transformer_viz.models.config import preset
-from transformer_viz.models.transformer import Transformer
+from transformer_viz.models.transformer.config import preset
+from transformer_viz.models.transformer.model import Transformer
 
 V = 40
 CLEAN = [5, 9, 17, 23, 11, 30, 2]  # ends in </s>

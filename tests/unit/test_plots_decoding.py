@@ -11,7 +11,7 @@ from transformer_viz.plots.decoding import (beam_backtrack, beam_tree, beam_tree
                                             key_mask_figure, topk_figure)
 from transformer_viz.text.analysis import (PREDICTION_HEADERS, batch_row_labels, beam_hypothesis, compare_predictions,
                                            future_mass, mask_effect_text, prediction_table)
-from transformer_viz.text.decoding import beam_search
+from transformer_viz.generation.decoding import beam_search
 from transformer_viz.text.tokenizer import EOS, PAD
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.figures import z_of
 from transformer_viz.engine import traced_forward
-from transformer_viz.models.transformer import sinusoidal_positional_encoding
+from transformer_viz.models.transformer.model import sinusoidal_positional_encoding
 from transformer_viz.plots import positional as pos
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from tests.support.figures import z_of
+from transformer_viz.generation.sampling import next_token_distribution
 from transformer_viz.plots.common import BLUE, FAINT, ORANGE
 from transformer_viz.plots.sampling import families_figure, families_masks, kept_set_figure, temperature_figure
-from transformer_viz.text.sampling import next_token_distribution
 
 
 def test_temperature_figure_draws_both_distributions_side_by_side():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.support.figures import assert_readable_diagram
-from transformer_viz.models.transformer_names import trace_names
+from transformer_viz.models.transformer.names import trace_names
 from transformer_viz.plots import shapes as shp
 
 
@@ -49,7 +49,7 @@ def test_shape_table_and_flow_use_the_traced_shapes(sentence_trace, tiny_model):
 
 
 def test_flow_boxes_fit_the_paper_base_model_on_long_sentences():
-    from transformer_viz.models.config import preset
+    from transformer_viz.models.transformer.config import preset
 
     cfg, S, T = preset("base"), 60, 64
     shapes = {"src.token_ids": (1, S), "tgt.token_ids": (1, T), "logits": (1, T, 37000)}

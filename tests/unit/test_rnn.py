@@ -1,4 +1,4 @@
-"""The recurrent encoder–decoders (rnn.py): shapes and trace names, attention over real positions only,
+"""The recurrent encoder–decoders (models/rnn/): shapes and trace names, attention over real positions only,
 the bottleneck, greedy decoding against a step-by-step loop, training, and checkpoints."""
 
 from __future__ import annotations
@@ -12,8 +12,10 @@ import torch
 from tests.conftest import synthetic_pairs
 from transformer_viz.checkpoints import CheckpointError, checkpoint_arch, load_checkpoint, save_checkpoint
 from transformer_viz.core.trace import Trace
-from transformer_viz.models.rnn import RNNSeq2Seq, preset, trace_names
-from transformer_viz.text.decoding import beam_search, greedy_decode
+from transformer_viz.generation.decoding import beam_search, greedy_decode
+from transformer_viz.models.rnn.config import preset
+from transformer_viz.models.rnn.model import RNNSeq2Seq
+from transformer_viz.models.rnn.names import trace_names
 
 V = 40
 

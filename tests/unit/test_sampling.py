@@ -1,4 +1,4 @@
-"""Temperature, top-k, top-p and seeded draws (text/sampling.py), and completing a prompt (text/completion.py)."""
+"""Temperature, top-k, top-p and seeded draws (generation/sampling.py), and completing a prompt (generation/completion.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 import torch
 from scipy.stats import chisquare
 
-from transformer_viz.text.completion import SamplingSettings, complete_ids, suppressed_ids
-from transformer_viz.text.sampling import (draw, next_token_distribution, softmax, top_k_mask, top_p_mask,
+from transformer_viz.generation.completion import SamplingSettings, complete_ids, suppressed_ids
+from transformer_viz.generation.sampling import (draw, next_token_distribution, softmax, top_k_mask, top_p_mask,
                                            with_temperature)
 
 LOGITS = np.array([2.0, 1.0, 0.5, 0.5, -1.0, 3.0, 0.0])
@@ -98,7 +98,8 @@ def test_twenty_thousand_draws_match_the_distribution():
 
 
 def _tiny_model():
-    from transformer_viz.models.gpt import GPT, GPTConfig
+    from transformer_viz.models.gpt.config import GPTConfig
+    from transformer_viz.models.gpt.model import GPT
 
     torch.manual_seed(0)
     return GPT(GPTConfig(vocab_size=30, d_model=16, d_ff=32, h=2, N=2, max_len=12, dropout=0.0)).eval()

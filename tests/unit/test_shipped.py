@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from transformer_viz.checkpoints import load_checkpoint
-from transformer_viz.text.evaluation import score, translate_texts
+from transformer_viz.generation.evaluation import score, translate_texts
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("TRANSFORMER_VIZ_DATA", ROOT.parent / "shared" / "data" / "multi30k"))
@@ -126,7 +126,7 @@ def test_shipped_gpt_scores_its_model_card_on_held_out_sentences(name):
     """The decoder-only models: the held-out perplexity of the card (Multi30k val, every sentence) again, and a
     greedy completion of the lecture's prompt that continues it."""
     from transformer_viz.engine import run_prompt
-    from transformer_viz.text.completion import SamplingSettings
+    from transformer_viz.generation.completion import SamplingSettings
     from transformer_viz.training.gpt import encode, held_out_loss
 
     path = ROOT / "checkpoints" / name

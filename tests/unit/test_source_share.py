@@ -8,8 +8,8 @@ import torch
 
 from transformer_viz.interpret import ablation as H
 from transformer_viz.interpret.source_share import LOW_SOURCE_SHARE, SourceShares, source_shares
-from transformer_viz.models.config import preset
-from transformer_viz.models.transformer import Transformer
+from transformer_viz.models.transformer.config import preset
+from transformer_viz.models.transformer.model import Transformer
 
 SRC = [5, 9, 17, 23, 11, 2]
 TGT = [1, 8, 14, 21, 33]

@@ -161,8 +161,8 @@ def test_distributed_data_parallel_runs_with_gloo_and_two_processes(tmp_path):
 
 
 def test_a_warm_start_carries_weights_and_embeddings_across_vocabularies(tmp_path, checkpoint_dir, tiny_checkpoint):
-    from transformer_viz.models.config import preset
-    from transformer_viz.models.transformer import Transformer
+    from transformer_viz.models.transformer.config import preset
+    from transformer_viz.models.transformer.model import Transformer
     from transformer_viz.text.tokenizer import train_tokenizer
     from transformer_viz.training.warm_start import warm_start
 

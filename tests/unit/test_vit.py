@@ -1,4 +1,4 @@
-"""The Vision Transformer (vit.py), its data split and training (digits.py), its checkpoint and its figures."""
+"""The Vision Transformer (models/vit/), its data split and training (digits.py), its checkpoint and its figures."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ import torch
 
 from transformer_viz.checkpoints import CheckpointError, checkpoint_arch, load_checkpoint
 from transformer_viz.core.trace import Trace
-from transformer_viz.models.config import preset
-from transformer_viz.models.transformer import Transformer
-from transformer_viz.models.vit import ViT, ViTConfig, patchify, trace_names, unpatchify
+from transformer_viz.models.transformer.config import preset
+from transformer_viz.models.transformer.model import Transformer
+from transformer_viz.models.vit.config import ViTConfig
+from transformer_viz.models.vit.model import ViT, patchify, unpatchify
+from transformer_viz.models.vit.names import trace_names
 from transformer_viz.plots.vit import (attention_overlay_figure, attention_rollout, class_probs_figure,
                                        patch_embeddings_figure, patch_grid_figure, upsample)
 from transformer_viz.training.vit import ViTTrainConfig, save_vit_checkpoint, shift_images, train_vit

@@ -12,8 +12,9 @@ import streamlit as st
 from transformer_viz.app.catalogue import checkpoint_roots, list_checkpoints
 from transformer_viz.checkpoints import CheckpointError, load_config, load_metadata
 from transformer_viz.checkpoints.cards import length_entries
-from transformer_viz.models.config import ModelConfig
-from transformer_viz.text.decoding_defaults import GenerationDefaults, load_generation_defaults
+from transformer_viz.generation.decoding_defaults import (GenerationDefaults,
+                                                         load_generation_defaults)
+from transformer_viz.models.transformer.config import ModelConfig
 from transformer_viz.text.language_stats import LanguageStats, direction_name, load_language_stats
 
 # How the model card names each training corpus, for the one line that says what a model knows.

@@ -50,7 +50,7 @@ def reference_note(src_lang: str, sentence: str, translation: str) -> str | None
     reference = LECTURE_SENTENCES.get(src_lang, {}).get(sentence.strip())
     if reference is None:
         return None
-    from transformer_viz.text.evaluation import sentence_chrf
+    from transformer_viz.generation.evaluation import sentence_chrf
 
     chrf = sentence_chrf(translation, reference)
     line = f"The lecture translates it as “{reference}” (chrF of this model's translation against it: {chrf:.0f})."

@@ -1,4 +1,4 @@
-"""The Decoding page's step 3: the key/value cache decoding really uses (text/kv_cache.py), step by step,
+"""The Decoding page's step 3: the key/value cache decoding really uses (generation/kv_cache.py), step by step,
 and the multiply–adds it saves."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ STEPS_KEY = "_kv_cache_steps"  # {(checkpoint, sentence): step}
 @st.cache_resource(show_spinner="Reading the cache…", max_entries=32, ttl=3600)
 def cache_record(checkpoint: str, sentence: str):
     """The caches built while decoding the sentence's greedy translation, read once and shared."""
-    from transformer_viz.text.kv_cache import record_cache
+    from transformer_viz.generation.kv_cache import record_cache
 
     run = loaders.get_translation(checkpoint, sentence)
     return record_cache(loaders.get_checkpoint(checkpoint).model, run.src_ids, run.tgt_ids)
@@ -24,7 +24,7 @@ def cache_record(checkpoint: str, sentence: str):
 
 def show(sel: Selection, run) -> None:
     """The cache of layer ``sel.layer``, head ``sel.head`` at the chosen step, and the counts."""
-    from transformer_viz.text.kv_cache import multiply_adds
+    from transformer_viz.generation.kv_cache import multiply_adds
 
     cfg, i, j = run.config, sel.layer, sel.head
     record = cache_record(sel.checkpoint, sel.sentence)

@@ -272,7 +272,7 @@ def get_prompt_run(name: str, prompt: str, temperature: float, top_k: int, top_p
     """A decoder-only model's completion of the prompt with its trace, run once per settings and shared
     read-only (the sampler is seeded, so the same settings give the same text for everyone)."""
     from transformer_viz.engine import run_prompt
-    from transformer_viz.text.completion import SamplingSettings
+    from transformer_viz.generation.completion import SamplingSettings
 
     return run_prompt(get_model("gpt", name), prompt,
                       SamplingSettings(temperature, top_k, top_p, seed, max_new_tokens))

@@ -14,7 +14,7 @@ from transformer_viz.app.catalogue import CHECKPOINTS_ENV, list_checkpoints
 from transformer_viz.app.examples import examples_for
 from transformer_viz.app.widgets import show_user_text
 from transformer_viz.checkpoints import CheckpointError
-from transformer_viz.models.config import ModelConfig
+from transformer_viz.models.transformer.config import ModelConfig
 from transformer_viz.text.language_stats import direction_name, language_name
 from transformer_viz.text.tokenizer import DEFAULT_MAX_CHARS, InputError
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from transformer_viz.models.config import ModelConfig
+from transformer_viz.models.transformer.config import ModelConfig
 
 if TYPE_CHECKING:
-    from transformer_viz.models.detr import DETRConfig
-    from transformer_viz.models.vit import ViTConfig
+    from transformer_viz.models.detr.config import DETRConfig
+    from transformer_viz.models.vit.config import ViTConfig
 
 
 def _architecture_line(cfg) -> str:

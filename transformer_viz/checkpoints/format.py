@@ -6,9 +6,9 @@ Layout::
     DIR/model.safetensors   weights (float16 or float32), read with safetensors: no code is executed
     DIR/config.json         ModelConfig, rebuilds the model (or RNNConfig, marked "arch": "rnn":
                             a recurrent encoder–decoder, see rnn.py; or ViTConfig, "arch": "vit":
-                            the Vision Transformer of models/vit.py, whose directory has no
+                            the Vision Transformer of models/vit/, whose directory has no
                             tokenizer, see vision/digits.py; or DETRConfig, "arch": "detr": the toy
-                            Detection Transformer of models/detr.py, see vision/canvases.py)
+                            Detection Transformer of models/detr/, see vision/canvases.py)
     DIR/tokenizer/          the tokenizer, saved with save_pretrained (tokenizer.json is plain JSON)
     DIR/generation_config.json  decoding defaults (beam width, length penalty), transformers' format
     DIR/metadata.json       training data, hyper-parameters, per-epoch history, scores (the model
@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from transformer_viz.generation.decoding_defaults import (
+    GenerationDefaults, load_generation_defaults, read_json_object)
 from transformer_viz.models.registry import ARCHITECTURES, arch_name
-from transformer_viz.text.decoding_defaults import (GenerationDefaults, load_generation_defaults,
-                                                    read_json_object)
 
 # torch (and the models built on it) is imported only by the functions that touch weights: reading a
 # checkpoint's config and model card stays cheap, so the app can draw its first page while torch
@@ -40,11 +40,14 @@ from transformer_viz.text.decoding_defaults import (GenerationDefaults, load_gen
 if TYPE_CHECKING:
     import torch
 
-    from transformer_viz.models.config import ModelConfig
-    from transformer_viz.models.detr import DETR, DETRConfig
-    from transformer_viz.models.rnn import RNNConfig, RNNSeq2Seq
-    from transformer_viz.models.transformer import Transformer
-    from transformer_viz.models.vit import ViT, ViTConfig
+    from transformer_viz.models.detr.config import DETRConfig
+    from transformer_viz.models.detr.model import DETR
+    from transformer_viz.models.rnn.config import RNNConfig
+    from transformer_viz.models.rnn.model import RNNSeq2Seq
+    from transformer_viz.models.transformer.config import ModelConfig
+    from transformer_viz.models.transformer.model import Transformer
+    from transformer_viz.models.vit.config import ViTConfig
+    from transformer_viz.models.vit.model import ViT
 
 WEIGHTS, CONFIG, METADATA = "model.safetensors", "config.json", "metadata.json"
 TOKENIZER_DIR, CARD = "tokenizer", "README.md"

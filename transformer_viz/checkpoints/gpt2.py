@@ -1,7 +1,7 @@
 """Reading a transformers GPT-2 directory (``GPT2LMHeadModel.save_pretrained``) as our decoder-only
 model.
 
-GPT-2 is the model of models/gpt.py at a larger size: learned positions, Pre-LN blocks, a final
+GPT-2 is the model of models/gpt/ at a larger size: learned positions, Pre-LN blocks, a final
 LayerNorm, GELU (tanh approximation), the output projection tied to the token embeddings. Only the
 layout differs: GPT-2 stores its linear maps as ``Conv1D`` (y = x W + b, W of shape (in, out): ours
 transposed) and its Q, K and V projections as one matrix ``c_attn`` of shape (d_model, 3·d_model),
@@ -22,7 +22,7 @@ from transformer_viz.checkpoints.format import (WEIGHTS, Checkpoint, CheckpointE
 if TYPE_CHECKING:
     import torch
 
-    from transformer_viz.models.gpt import GPTConfig
+    from transformer_viz.models.gpt.config import GPTConfig
 
 HOW_TO_GET_GPT2 = (
     "GPT-2 is never downloaded while the app or a command runs. To use it, write it to a directory "
@@ -43,7 +43,7 @@ def is_gpt2_config(data: dict) -> bool:
 def gpt2_model_config(data: dict) -> GPTConfig:
     """Our GPTConfig from a transformers GPT2Config's JSON (ValueError for a variant we do not
     implement)."""
-    from transformer_viz.models.gpt import NO_PAD, GPTConfig
+    from transformer_viz.models.gpt.config import NO_PAD, GPTConfig
 
     activation = _ACTIVATIONS.get(data.get("activation_function", "gelu_new"))
     if activation is None:
@@ -113,8 +113,8 @@ def read_gpt2_weights(path: Path, cfg: GPTConfig) -> dict[str, torch.Tensor]:
 
 
 def gpt2_state_dict(tensors: dict[str, torch.Tensor], cfg: GPTConfig) -> dict[str, torch.Tensor]:
-    """GPT-2's tensors (by name, with or without the ``transformer.`` prefix) as models.gpt.GPT's
-    state dict."""
+    """GPT-2's tensors (by name, with or without the ``transformer.`` prefix) as
+    models.gpt.model.GPT's state dict."""
     tensors = {_their_name(k): v.float() for k, v in tensors.items()}
     d = cfg.d_model
     ours = {"tok_embed.weight": tensors["transformer.wte.weight"],
@@ -165,7 +165,7 @@ def load_gpt2(path: Path, cfg: GPTConfig, device, dtype: str) -> Checkpoint:
     gpt2)."""
     import torch
 
-    from transformer_viz.models.gpt import GPT
+    from transformer_viz.models.gpt.model import GPT
 
     tensors = read_gpt2_weights(path / WEIGHTS, cfg)
     model = GPT(cfg)

@@ -17,8 +17,8 @@ from transformer_viz.checkpoints.format import (CONFIG, DTYPES, TOKENIZER_DIR, W
 from transformer_viz.checkpoints.gpt2 import (gpt2_metadata, gpt2_model_config, is_gpt2_config,
                                               load_gpt2)
 from transformer_viz.checkpoints.marian import load_marian, marian_metadata, marian_model_config
-from transformer_viz.models.config import ModelConfig
 from transformer_viz.models.registry import ARCHITECTURES
+from transformer_viz.models.transformer.config import ModelConfig
 
 if TYPE_CHECKING:
     import torch

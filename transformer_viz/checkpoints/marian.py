@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING
 from transformer_viz.checkpoints.format import (METADATA, WEIGHTS, Checkpoint, CheckpointError,
                                                 read_generation_defaults, read_metadata,
                                                 read_weights)
-from transformer_viz.models.config import ModelConfig
-from transformer_viz.text.decoding_defaults import read_json_object
+from transformer_viz.generation.decoding_defaults import read_json_object
+from transformer_viz.models.transformer.config import ModelConfig
 
 if TYPE_CHECKING:
     import torch
@@ -325,7 +325,7 @@ def load_hf_tokenizer(directory: str | Path):
 def marian_positions(length: int, d_model: int) -> torch.Tensor:
     """Marian's sinusoidal table (sines first, then cosines): ours with the columns in Marian's
     order."""
-    from transformer_viz.models.transformer import sinusoidal_positional_encoding
+    from transformer_viz.models.transformer.model import sinusoidal_positional_encoding
 
     table = sinusoidal_positional_encoding(length, d_model, MARIAN_PE_BASE)
     return table[:, residual_permutation(d_model)]
@@ -417,7 +417,7 @@ def load_marian(path: Path, cfg: ModelConfig, device, dtype: str) -> Checkpoint:
     marian)."""
     import torch
 
-    from transformer_viz.models.transformer import Transformer
+    from transformer_viz.models.transformer.model import Transformer
 
     expected, embeddings, optional = _expected_marian_tensors(cfg)
     tensors = read_weights(path / WEIGHTS, expected, embeddings, optional)

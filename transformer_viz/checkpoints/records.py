@@ -2,8 +2,8 @@
 ``bleu_by_length`` or a DETR's ``test`` result, each followed by a model card rewritten from the new
 metadata, so that the README.md beside the weights never disagrees with metadata.json.
 
-The scores themselves are measured elsewhere (text.evaluation, vision.canvases); this module only
-writes.
+The scores themselves are measured elsewhere (generation.evaluation, vision.canvases); this
+module only writes.
 """
 
 from __future__ import annotations

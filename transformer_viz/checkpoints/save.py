@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING
 
 from transformer_viz.checkpoints.cards import model_card
 from transformer_viz.checkpoints.format import CARD, CONFIG, METADATA, TOKENIZER_DIR, WEIGHTS
-from transformer_viz.text.decoding_defaults import GenerationDefaults, save_generation_defaults
+from transformer_viz.generation.decoding_defaults import (GenerationDefaults,
+                                                         save_generation_defaults)
 
 if TYPE_CHECKING:
     import torch
 
-    from transformer_viz.models.transformer import Transformer
+    from transformer_viz.models.transformer.model import Transformer
 
 
 def state_dict_for_saving(model: Transformer) -> dict[str, torch.Tensor]:

@@ -49,7 +49,7 @@ def load_gpt(path, dtype: str = "float32"):
 
 def cmd_complete(args) -> int:
     from transformer_viz.engine import run_prompt
-    from transformer_viz.text.completion import SamplingSettings
+    from transformer_viz.generation.completion import SamplingSettings
 
     ckpt = load_gpt(args.checkpoint, args.dtype)
     # one position is left to write

@@ -15,7 +15,7 @@ from transformer_viz.cli.common import fail, load_translation_model
 
 def require_transformer(ckpt) -> None:
     from transformer_viz.checkpoints import CheckpointError
-    from transformer_viz.models.transformer import Transformer
+    from transformer_viz.models.transformer.model import Transformer
 
     if not isinstance(ckpt.model, Transformer):
         raise CheckpointError("heads, the logit lens and these attributions need an "

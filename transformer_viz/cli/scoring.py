@@ -17,8 +17,8 @@ WHOLE_SPLIT = "--record needs the whole split (no --limit)"
 
 def cmd_evaluate(args) -> int:
     from transformer_viz.checkpoints.records import record_scores
+    from transformer_viz.generation.evaluation import evaluate_split
     from transformer_viz.text.corpora import read_any_split
-    from transformer_viz.text.evaluation import evaluate_split
 
     ckpt = load_translation_model(args.checkpoint, device=args.device)
     decoding = ckpt.generation.override(args.beam, args.alpha, args.max_loop_repeats)
@@ -44,8 +44,8 @@ def cmd_evaluate(args) -> int:
 def cmd_bleu_by_length(args) -> int:
     """Greedy sacreBLEU by source-length bucket, for one or more checkpoints on the same split."""
     from transformer_viz.checkpoints.records import record_bleu_by_length, record_scores
+    from transformer_viz.generation.evaluation import bleu_by_length, evaluate_split
     from transformer_viz.text.corpora import read_any_split
-    from transformer_viz.text.evaluation import bleu_by_length, evaluate_split
 
     if args.record and args.limit:
         return fail(WHOLE_SPLIT)
@@ -80,9 +80,9 @@ def cmd_select_decoding(args) -> int:
     from dataclasses import replace
 
     from transformer_viz.checkpoints.records import record_scores
+    from transformer_viz.generation.decoding_defaults import save_generation_defaults
+    from transformer_viz.generation.evaluation import select_length_penalty
     from transformer_viz.text.corpora import read_any_split
-    from transformer_viz.text.decoding_defaults import save_generation_defaults
-    from transformer_viz.text.evaluation import select_length_penalty
 
     tests = [split for split in args.splits if "test" in split]
     if tests:

@@ -47,7 +47,7 @@ def _translate_lines(ckpt, decoding, progress: bool) -> list[str]:
     """Standard input: one output line per input line (an empty line stays empty), translated in
     batches. Every line goes through the same input rules as a sentence on the command line or in
     the app; a line that breaks them is named on stderr and stays empty."""
-    from transformer_viz.text.evaluation import translate_texts
+    from transformer_viz.generation.evaluation import translate_texts
     from transformer_viz.text.tokenizer import InputError, encode_source
 
     lines = input_lines(read_stdin())
@@ -130,7 +130,7 @@ def cmd_shapes(args) -> int:
 
 
 def add_commands(sub) -> None:
-    from transformer_viz.models.config import PRESETS
+    from transformer_viz.models.transformer.config import PRESETS
 
     p = sub.add_parser("translate", help="translate a sentence, or standard input line by line")
     model_flags(p)

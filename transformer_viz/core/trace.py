@@ -3,7 +3,7 @@ name.
 
 Nothing is ever stored on a module, so one cached model can serve many callers at once; each call
 brings its own ``Trace``. Each model family documents the names it records, with their shapes, in
-its own ``trace_names()`` (the Transformer's in models/transformer.py), which the tests check
+its own ``trace_names()`` (the Transformer's in models/transformer/model.py), which the tests check
 against a real forward pass; ``docs/trace_names.md`` is written from them by
 ``python -m transformer_viz.models.trace_docs > docs/trace_names.md``.
 """

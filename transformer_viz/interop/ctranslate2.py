@@ -144,7 +144,7 @@ class CT2Translator:
         """Source IDs (each ending in </s>) -> output IDs without </s>. ``alpha`` is CTranslate2's
         own length penalty (log-probability / length^α), not our engine's GNMT one; greedy ignores
         it. ``suppress``: IDs never written (an imported Marian model's <pad>)."""
-        from transformer_viz.text.decoding import max_output_length
+        from transformer_viz.generation.decoding import max_output_length
 
         # the same cap as our engine's
         limit = max_output_length(self.cfg, max(len(r) for r in rows))

@@ -17,13 +17,13 @@ from transformer_viz.checkpoints.marian import (MARIAN_LAYER_NORM_EPS, MARIAN_PE
                                                 MARIAN_TOKENIZER_FILES,
                                                 MarianSentencePieceTokenizer, module_pairs,
                                                 permuted, residual_permutation)
-from transformer_viz.models.config import ModelConfig
-from transformer_viz.text.decoding_defaults import read_json_object
+from transformer_viz.generation.decoding_defaults import read_json_object
+from transformer_viz.models.transformer.config import ModelConfig
 
 if TYPE_CHECKING:
     import torch
 
-    from transformer_viz.models.transformer import Transformer
+    from transformer_viz.models.transformer.model import Transformer
 
 
 def _check_exportable(cfg) -> None:

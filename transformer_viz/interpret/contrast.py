@@ -22,7 +22,7 @@ import torch
 
 from transformer_viz.core.hooks import Hooks
 from transformer_viz.interpret.explain import IG_STEPS
-from transformer_viz.models.transformer import Transformer
+from transformer_viz.models.transformer.model import Transformer
 
 
 @dataclass

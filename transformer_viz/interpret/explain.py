@@ -27,10 +27,10 @@ import numpy as np
 import torch
 
 from transformer_viz.core.hooks import Hooks
+from transformer_viz.generation.decoding import greedy_decode, max_output_length
 from transformer_viz.interpret import ablation as H
 from transformer_viz.interpret.lens import decode_streams, forward_with_streams, lens_logits
-from transformer_viz.models.transformer import Transformer
-from transformer_viz.text.decoding import greedy_decode, max_output_length
+from transformer_viz.models.transformer.model import Transformer
 from transformer_viz.text.tokenizer import decode
 
 # Gauss–Legendre nodes for integrated gradients. Where the model is smooth along the path (a GELU

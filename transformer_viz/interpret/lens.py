@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from transformer_viz.core.hooks import Hooks, Recorder
-from transformer_viz.models.transformer import Transformer
+from transformer_viz.models.transformer.model import Transformer
 
 
 def stream_names(N: int) -> list[str]:

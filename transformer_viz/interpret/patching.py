@@ -33,7 +33,7 @@ import torch
 from transformer_viz.core.hooks import Hooks, Recorder
 from transformer_viz.interpret import ablation as H
 from transformer_viz.interpret.explain import translation_with_heads_off
-from transformer_viz.models.transformer import Transformer
+from transformer_viz.models.transformer.model import Transformer
 from transformer_viz.text.tokenizer import InputError, encode_source
 
 

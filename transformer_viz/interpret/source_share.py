@@ -25,7 +25,7 @@ import torch
 
 from transformer_viz.core.hooks import Hooks
 from transformer_viz.interpret.explain import IG_STEPS, _token_logp
-from transformer_viz.models.transformer import Transformer
+from transformer_viz.models.transformer.model import Transformer
 
 # A written token that took less than this share from the source is flagged: it reads the
 # translation so far more than the sentence it translates.

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from transformer_viz.interpret.lens import forward_with_streams, lens_logits
-from transformer_viz.models.transformer import Transformer
+from transformer_viz.models.transformer.model import Transformer
 
 WEIGHTS, REPORT = "tuned_lens.safetensors", "tuned_lens.json"
 

@@ -1,9 +1,10 @@
 """The model families, one line each: what config.json's ``"arch"`` names, and where its config and model
 classes live.
 
-Adding a model family means writing its module here in ``models/`` (a JSON config class with a
-``validate()`` method and an ``arch`` field, the model class, its documented ``trace_names()``) and adding
-one line to :data:`ARCHITECTURES`. Loading (``checkpoints``), the command line and the app find it here.
+Adding a model family means writing its folder ``models/<name>/`` (``config.py``: a JSON config
+class with a ``validate()`` method and an ``arch`` field, without torch; ``model.py``: the model
+class; ``names.py``: its documented ``trace_names()``) and adding one line to :data:`ARCHITECTURES`.
+Loading (``checkpoints``), the command line and the app find it here.
 
 Plain data and the standard library: the classes are imported only when asked for, so that reading a
 config.json (the sidebar, the navigation) does not import torch.
@@ -37,17 +38,21 @@ class Architecture:
         return _load(self.model)
 
     def trace_names(self, **options) -> list[tuple[str, str, str]]:
-        """(name, shape, meaning) of every tensor the model records: its module's ``trace_names``."""
-        return _load(self.model.partition(":")[0] + ":trace_names")(**options)
+        """(name, shape, meaning) of every tensor the model records: its family's
+        ``names.trace_names``."""
+        family = self.model.partition(":")[0].rpartition(".")[0]  # transformer_viz.models.gpt
+        return _load(family + ".names:trace_names")(**options)
 
 
 M = "transformer_viz.models."
 ARCHITECTURES: dict[str, Architecture] = {a.name: a for a in (
-    Architecture("transformer", "Transformer", M + "config:ModelConfig", M + "transformer:Transformer", True),
-    Architecture("rnn", "recurrent", M + "rnn:RNNConfig", M + "rnn:RNNSeq2Seq", True),
-    Architecture("vit", "Vision Transformer", M + "vit:ViTConfig", M + "vit:ViT", False),
-    Architecture("detr", "DETR", M + "detr:DETRConfig", M + "detr:DETR", False),
-    Architecture("gpt", "decoder-only", M + "gpt:GPTConfig", M + "gpt:GPT", True),
+    Architecture("transformer", "Transformer", M + "transformer.config:ModelConfig",
+                 M + "transformer.model:Transformer", True),
+    Architecture("rnn", "recurrent", M + "rnn.config:RNNConfig", M + "rnn.model:RNNSeq2Seq", True),
+    Architecture("vit", "Vision Transformer", M + "vit.config:ViTConfig", M + "vit.model:ViT",
+                 False),
+    Architecture("detr", "DETR", M + "detr.config:DETRConfig", M + "detr.model:DETR", False),
+    Architecture("gpt", "decoder-only", M + "gpt.config:GPTConfig", M + "gpt.model:GPT", True),
 )}
 
 

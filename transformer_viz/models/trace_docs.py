@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from transformer_viz.models.registry import ARCHITECTURES
-from transformer_viz.models.transformer_names import trace_names, transformerlens_hook
+from transformer_viz.models.transformer.names import trace_names, transformerlens_hook
 
 _DOC_HEAD = """# Traced tensors: names, shapes, formulas
 
@@ -68,7 +68,7 @@ def section(head: str, names: list[tuple[str, str, str]]) -> str:
 
 
 _RNN_DOC_HEAD = """
-## The recurrent encoder–decoders (models/rnn.py)
+## The recurrent encoder–decoders (models/rnn/)
 
 Every name that `RNNSeq2Seq.forward(src, tgt, trace=Trace())` records (the checkpoints `rnn-de-en` and
 `rnn-attn-de-en`; `python -m transformer_viz trace --checkpoint checkpoints/rnn-attn-de-en …`), in order.
@@ -81,7 +81,7 @@ E is the embedding matrix that source, target and output share. TransformerLens 
 
 
 _VIT_DOC_HEAD = """
-## The Vision Transformer (models/vit.py)
+## The Vision Transformer (models/vit/)
 
 Every name that `ViT.forward(images, trace=Trace())` records (the checkpoint `vit-digits`, on 8 × 8 digits), in
 order. Dimensions: p the patch side (2: 2 × 2 pixels), P = (8 / p)² patches (16), one more token for [CLS].
@@ -93,7 +93,7 @@ The encoder layers are the translation encoder's own, so their names are the sam
 
 
 _DETR_DOC_HEAD = """
-## The Detection Transformer (models/detr.py)
+## The Detection Transformer (models/detr/)
 
 Every name that `DETR.forward(canvas, trace=Trace())` records (the checkpoint `detr-digits`, on 32 × 32
 canvases), in order. Dimensions: S = (32 / 4)² = 64 feature-map cells, M = 8 object queries, n_classes + 1 = 11
@@ -106,7 +106,7 @@ names are the same.
 
 
 _GPT_DOC_HEAD = """
-## The decoder-only model (models/gpt.py)
+## The decoder-only model (models/gpt/)
 
 Every name that `GPT.forward(tokens, trace=Trace())` records (the checkpoints `gpt-en` and `gpt-de`, and GPT-2
 read from a transformers directory), in order, for N = 1; `{i}` runs over the N blocks. It has the decoder's

@@ -34,7 +34,7 @@ def beam_hypothesis(tokens: list[list[int]], parents: list[list[int]], beam: int
 
 
 def beam_tree_data(steps, final_ids: list[int], id_to_tokens) -> dict:
-    """What the beam tree draws, from a beam search's per-step records (text.decoding's steps, of one
+    """What the beam tree draws, from a beam search's per-step records (generation.decoding's steps, of one
     sentence) and the translation it chose (``final_ids``): per step s and beam k, ``text`` (the token),
     ``parents``, ``scores`` (cumulative log P) and ``finished``, and ``best_beam``, the last step's beam that
     ends in the chosen translation (None when none does)."""
@@ -47,9 +47,10 @@ def beam_tree_data(steps, final_ids: list[int], id_to_tokens) -> dict:
 
 
 def step_candidates(step, id_to_tokens) -> dict:
-    """One greedy decoding step (a record of text.decoding, one sentence): its top-k candidates as
-    ``tokens``, ``ids`` and ``probs``, the token it wrote (``chosen_id``, ``chosen_token``, ``chosen_prob``)
-    and ``chosen``, its index among the candidates (None when it is not among them)."""
+    """One greedy decoding step (a record of generation.decoding, one sentence): its top-k
+    candidates as ``tokens``, ``ids`` and ``probs``, the token it wrote (``chosen_id``,
+    ``chosen_token``, ``chosen_prob``) and ``chosen``, its index among the candidates (None when it
+    is not among them)."""
     ids, chosen_id = list(step.top_ids[0]), step.chosen[0]
     return {"tokens": id_to_tokens(ids), "ids": ids, "probs": step.top_probs[0], "chosen_id": chosen_id,
             "chosen_token": id_to_tokens([chosen_id])[0], "chosen_prob": step.chosen_prob[0],

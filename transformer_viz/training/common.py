@@ -14,7 +14,7 @@ import torch
 
 from transformer_viz.checkpoints import state_dict_for_saving
 from transformer_viz.models.losses import label_smoothed_loss
-from transformer_viz.models.transformer import Transformer
+from transformer_viz.models.transformer.model import Transformer
 from transformer_viz.text.corpora import Batch
 
 STATE_TENSORS, STATE_JSON = "train_state.safetensors", "train_state.json"
@@ -164,7 +164,7 @@ class TrainState:
 def validation_bleu(model, tokenizer,
                     validation: dict[str, list[tuple[str, str]]], limit: int) -> dict[str, float]:
     """Greedy BLEU on each validation set (its first ``limit`` pairs when limit > 0)."""
-    from transformer_viz.text.evaluation import score, translate_texts
+    from transformer_viz.generation.evaluation import score, translate_texts
 
     out = {}
     for name, val_pairs in validation.items():

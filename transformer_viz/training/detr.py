@@ -15,8 +15,9 @@ import torch
 
 from transformer_viz.checkpoints import save_image_model
 from transformer_viz.checkpoints.cards import detr_card
-from transformer_viz.models.boxes import LossWeights, set_loss
-from transformer_viz.models.detr import DETR, DETRConfig
+from transformer_viz.models.detr.boxes import LossWeights, set_loss
+from transformer_viz.models.detr.config import DETRConfig
+from transformer_viz.models.detr.model import DETR
 from transformer_viz.vision.canvases import (CANVAS_TEXT, TRAIN_SEED, Canvas, canvas_batch,
                                              evaluate, stack)
 from transformer_viz.vision.digits import DATA_CREDIT

@@ -1,4 +1,4 @@
-"""Training the decoder-only model (models/gpt.py) on one language's side of the shipped corpora.
+"""Training the decoder-only model (models/gpt/) on one language's side of the shipped corpora.
 
 Every distinct sentence of Multi30k's training captions and of the Tatoeba training split, in one
 language, is a sequence <s> w_1 … w_n </s>; the model learns to predict each next token
@@ -27,7 +27,8 @@ import torch
 import torch.nn.functional as F
 
 from transformer_viz.checkpoints import save_checkpoint
-from transformer_viz.models.gpt import GPT, GPTConfig
+from transformer_viz.models.gpt.config import GPTConfig
+from transformer_viz.models.gpt.model import GPT
 from transformer_viz.training.common import TrainState, autocast, load_train_state, save_train_state
 
 HELD_OUT = ("multi30k_val", "tatoeba_dev")  # choose between epochs; test_2016 is only reported

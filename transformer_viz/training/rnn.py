@@ -1,4 +1,4 @@
-"""Training the recurrent encoder–decoders (rnn.py) on the shipped Transformer's data and tokenizer.
+"""Training the recurrent encoder–decoders (models/rnn/) on the shipped Transformer's data and tokenizer.
 
 The pieces come from the translation trainer: the corpora and their mix
 (:func:`~transformer_viz.training.translation.load_corpora`), batches by token count, the
@@ -28,7 +28,8 @@ import torch
 from transformer_viz.checkpoints import save_checkpoint, state_dict_for_saving
 from transformer_viz.core.paths import PROJECT_ROOT
 from transformer_viz.models.losses import label_smoothed_loss
-from transformer_viz.models.rnn import RNNSeq2Seq, preset
+from transformer_viz.models.rnn.config import preset
+from transformer_viz.models.rnn.model import RNNSeq2Seq
 from transformer_viz.text.corpora import encode_pairs, make_batch, token_batches
 from transformer_viz.training.common import (TrainState, autocast, load_train_state,
                                              save_train_state, validation_bleu, validation_loss)

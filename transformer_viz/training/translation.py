@@ -21,9 +21,9 @@ from pathlib import Path
 import torch
 
 from transformer_viz.checkpoints import save_checkpoint, state_dict_for_saving
-from transformer_viz.models.config import ModelConfig, preset
 from transformer_viz.models.losses import label_smoothed_loss
-from transformer_viz.models.transformer import Transformer
+from transformer_viz.models.transformer.config import ModelConfig, preset
+from transformer_viz.models.transformer.model import Transformer
 from transformer_viz.text.corpora import Batch, encode_pairs, make_batch, read_split, token_batches
 from transformer_viz.training.common import (Distributed, TrainState, attention_kernel, autocast,
                                              average_weights, load_train_state, save_train_state,
@@ -234,8 +234,8 @@ def select_weights(model, tokenizer, run_dir: Path, tc: TrainConfig, validation,
 
 def export_checkpoint(out_dir, model, tokenizer, tc: TrainConfig, corpora: Corpora,
                       state: TrainState, chosen: str, reason: str) -> None:
+    from transformer_viz.generation.decoding_defaults import GenerationDefaults
     from transformer_viz.text.corpora import MULTI30K_CREDIT, TATOEBA_CREDIT
-    from transformer_viz.text.decoding_defaults import GenerationDefaults
 
     data = {"Multi30k": f"{MULTI30K_CREDIT}; {corpora.sizes.get('multi30k_train', 0):,} "
                         "training pairs"

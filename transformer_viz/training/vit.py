@@ -15,7 +15,8 @@ import torch.nn.functional as F
 
 from transformer_viz.checkpoints import save_image_model
 from transformer_viz.checkpoints.cards import vit_card
-from transformer_viz.models.vit import ViT, ViTConfig
+from transformer_viz.models.vit.config import ViTConfig
+from transformer_viz.models.vit.model import ViT
 from transformer_viz.vision.digits import DATA_CREDIT, SPLIT_TEXT, accuracy, load_split
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 
 from transformer_viz.checkpoints import state_dict_for_saving
-from transformer_viz.models.transformer import Transformer
+from transformer_viz.models.transformer.model import Transformer
 from transformer_viz.training.common import TrainState
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from transformer_viz.models.transformer_names import trace_names
+from transformer_viz.models.transformer.names import trace_names
 from transformer_viz.plots import embeddings as embedding_plots
 from transformer_viz.plots import positional as positional_plots
 from transformer_viz.plots import shapes as shape_plots
@@ -27,7 +27,7 @@ def pe_matrix(length: int, d_model: int, base: float) -> np.ndarray:
     """The sinusoidal encoding, length × d_model, computed once per (length, d_model, base)."""
     # Imported here: importing the views does not import torch (the app's pages import them before
     # a cold process has loaded it, app/coldstart.py).
-    from transformer_viz.models.transformer import sinusoidal_positional_encoding
+    from transformer_viz.models.transformer.model import sinusoidal_positional_encoding
 
     return sinusoidal_positional_encoding(length, d_model, base).numpy()
 

@@ -24,8 +24,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from transformer_viz.models.boxes import cxcywh_to_xyxy, pairwise_iou
-from transformer_viz.models.detr import DETR
+from transformer_viz.models.detr.boxes import cxcywh_to_xyxy, pairwise_iou
+from transformer_viz.models.detr.model import DETR
 
 SIZES = (8, 9, 10, 11, 12)  # sides, in pixels, a digit is drawn at
 MAX_DIGITS = 4

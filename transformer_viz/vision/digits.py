@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from transformer_viz.models.vit import ViT
+from transformer_viz.models.vit.model import ViT
 
 TEST_SIZE, SPLIT_SEED = 0.2, 0
 DATA_CREDIT = ("scikit-learn's copy (sklearn.datasets.load_digits) of the test set of the UCI "

@@ -9,8 +9,8 @@ import streamlit as st
 import torch
 
 from transformer_viz.app import frame, loaders, sidebar, steps, url, widgets
-from transformer_viz.models.boxes import hungarian_match, matching_cost, set_loss
-from transformer_viz.models.detr import CLASSES
+from transformer_viz.models.detr.boxes import hungarian_match, matching_cost, set_loss
+from transformer_viz.models.detr.config import CLASSES
 from transformer_viz.plots.detr import (attention_on_canvas_figure, cost_matrix_figure, detections_figure,
                                         query_classes_figure, query_colour)
 from transformer_viz.vision.canvases import detections

@@ -5,7 +5,7 @@ import streamlit as st
 
 from transformer_viz import engine, views
 from transformer_viz.app import frame, widgets
-from transformer_viz.models.transformer_names import trace_names
+from transformer_viz.models.transformer.names import trace_names
 from transformer_viz.plots import shapes as plots
 from transformer_viz.plots.blocks import DIAGRAM_CAPTION
 

@@ -118,7 +118,7 @@ def write_checkpoint(directory: Path, model, prepared: Prepared, manifest: dict,
     """A complete checkpoint directory: float16 weights (exactly the weights as sent), config,
     tokenizer, decoding defaults (greedy), language statistics, metadata and the model card."""
     from transformer_viz.checkpoints import load_checkpoint, save_checkpoint, state_dict_for_saving
-    from transformer_viz.text.decoding_defaults import GenerationDefaults
+    from transformer_viz.generation.decoding_defaults import GenerationDefaults
     from transformer_viz.text.language_stats import build_language_stats, save_language_stats
 
     meta = card_metadata(model.cfg, prepared, manifest, cpu, agreement, commands)

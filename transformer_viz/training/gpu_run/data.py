@@ -188,8 +188,8 @@ def dev_scores(model, prepared: Prepared, src: str, tgt: str, limit: int,
                batch_tokens: int = 2000) -> dict[str, dict]:
     """Greedy translations of each dev set's first ``limit`` sentences, scored with sacreBLEU and
     chrF."""
-    from transformer_viz.text.decoding_defaults import GenerationDefaults
-    from transformer_viz.text.evaluation import repetition_rate, score, translate_encoded
+    from transformer_viz.generation.decoding_defaults import GenerationDefaults
+    from transformer_viz.generation.evaluation import repetition_rate, score, translate_encoded
 
     greedy = GenerationDefaults(num_beams=1)
     out = {}

@@ -28,8 +28,8 @@ def agreement_with_gpu(cpu: dict, as_sent: dict) -> dict[str, dict]:
 def _restored(manifest: dict, compact: dict):
     """The model of the manifest's config with the compact weights put back, in eval mode."""
     from transformer_viz.checkpoints.compact import dequantise
-    from transformer_viz.models.config import ModelConfig
-    from transformer_viz.models.transformer import Transformer
+    from transformer_viz.models.transformer.config import ModelConfig
+    from transformer_viz.models.transformer.model import Transformer
 
     model = Transformer(ModelConfig.from_dict(manifest["config"]))
     model.load_state_dict(dequantise(compact), strict=False)

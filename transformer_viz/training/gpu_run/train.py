@@ -138,8 +138,8 @@ class BudgetedRun:
 
     def __init__(self, rc: GpuRunConfig, data: str | Path, log=print,
                  init: tuple[dict, dict] | None = None) -> None:
-        from transformer_viz.models.config import preset
-        from transformer_viz.models.transformer import Transformer
+        from transformer_viz.models.transformer.config import preset
+        from transformer_viz.models.transformer.model import Transformer
         from transformer_viz.text.corpora import make_batch, token_batches
         from transformer_viz.training.common import TrainState
 

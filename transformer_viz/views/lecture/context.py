@@ -62,7 +62,7 @@ def lookup_weights(ctx: Context) -> dict[str, np.ndarray]:
 def detr_queries() -> int:
     """The object queries of the app's toy DETR (its configuration's, as shipped): the DETR step
     draws and names that many, not the paper's 100."""
-    from transformer_viz.models.detr import DETRConfig
+    from transformer_viz.models.detr.config import DETRConfig
 
     return DETRConfig().n_queries
 

@@ -58,7 +58,7 @@ class Exercise:
 
 
 def traced(ctx: Context, name: str) -> np.ndarray:
-    """The traced tensor ``name`` (models/transformer_names.py) of the run's only sentence."""
+    """The traced tensor ``name`` (models/transformer/names.py) of the run's only sentence."""
     return ctx.run.trace[name][0].numpy()
 
 

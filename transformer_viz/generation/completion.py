@@ -1,12 +1,12 @@
-"""Completing a prompt with a decoder-only model (models/gpt.py), one token at a time.
+"""Completing a prompt with a decoder-only model (models/gpt/), one token at a time.
 
 Each step runs the model over <s> + prompt + what it has written so far, takes the logits of the last
-position, and chooses the next token with text/sampling.py (temperature, top-k, top-p, a seeded draw).
+position, and chooses the next token with generation/sampling.py (temperature, top-k, top-p, a seeded draw).
 It stops at </s>, after ``max_new_tokens``, or when the model's positions run out. Every step's logits
 are kept, so a page can show any step's distribution before and after each cut.
 
 The prompt runs through the model once; after that each step runs only the newest token, attending to the
-keys and values of the earlier positions, which are kept (models.gpt.GPT.extend).
+keys and values of the earlier positions, which are kept (models.gpt.model.GPT.extend).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from transformer_viz.text.sampling import NextToken, draw, next_token_distribution
+from transformer_viz.generation.sampling import NextToken, draw, next_token_distribution
 from transformer_viz.text.tokenizer import decode, encode_source
 
 

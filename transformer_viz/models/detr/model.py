@@ -1,12 +1,12 @@
 """Attention beyond text, part two: a toy Detection Transformer (Carion et al., 2020) that finds handwritten digits
-on a small canvas, written as plainly as ``transformer.py``, whose encoder and decoder layers it reuses.
+on a small canvas, written as plainly as ``transformer/model.py``, whose encoder and decoder layers it reuses.
 
 A small CNN turns the canvas into a grid of feature vectors; each grid cell is a token of the encoder, which
 mixes them with self-attention. The decoder starts from a fixed set of M learned *object queries*; each query
 looks at the image through cross-attention (queries from the decoder, keys and values from the encoder's
 output) and at the other queries through self-attention, and finally predicts one object: a class among the
 ten digits or "no object" (∅), and a box. There is no anchor, no non-maximum suppression and no causal mask:
-the queries are a set, and training pairs them one-to-one with the objects (Hungarian matching, models/boxes.py).
+the queries are a set, and training pairs them one-to-one with the objects (Hungarian matching, models/detr/boxes.py).
 
     tokens = Conv(canvas) flattened + E_pos,  memory = Encoder(tokens),  y = Decoder(Q_obj, memory)
     class_i = softmax(W_c y_i)  (11 classes, the last is ∅),   box_i = sigmoid(MLP(y_i)) = (cx, cy, w, h) ∈ [0, 1]⁴
@@ -24,65 +24,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_viz.core.jsonconfig import JsonConfig, check_size, field_problems
 from transformer_viz.core.trace import Trace
-from transformer_viz.models.transformer import DecoderLayer, EncoderLayer
-
-ARCH = "detr"
-LIMITS = {"canvas_size": (4, 1024), "backbone_channels": (1, 1024), "n_queries": (1, 1024),
-          "n_classes": (1, 100_000), "d_model": (2, 8192), "d_ff": (1, 65536), "h": (1, 256),
-          "n_encoder_layers": (1, 64), "n_decoder_layers": (1, 64)}  # what a config.json may ask for
-NO_OBJECT = "∅"
-CLASSES = tuple(str(d) for d in range(10)) + (NO_OBJECT,)
-
-
-@dataclass
-class DETRConfig(JsonConfig):
-    """Hyper-parameters of the toy DETR; the layer fields mean what they mean in ``ModelConfig``."""
-
-    canvas_size: int = 32  # canvases are canvas_size × canvas_size, one channel, values in [0, 1]
-    backbone_channels: int = 32  # channels of the CNN's first convolution (twice as many after it)
-    n_queries: int = 8  # M: object queries, so at most M objects per canvas
-    n_classes: int = 10  # digits; one more logit is "no object"
-    d_model: int = 64
-    d_ff: int = 128
-    h: int = 4
-    n_encoder_layers: int = 2
-    n_decoder_layers: int = 2
-    dropout: float = 0.0  # every canvas is new, so training never sees one twice: nothing to regularise
-    attn_dropout: float = 0.0
-    pre_ln: bool = True
-    layer_norm_eps: float = 1e-5
-    arch: str = ARCH
-
-    def __post_init__(self) -> None:
-        if self.arch != ARCH:
-            raise ValueError(f"arch must be {ARCH!r}, not {self.arch!r}")
-        if not isinstance(self.canvas_size, int) or self.canvas_size < 4 or self.canvas_size % 4 != 0:
-            raise ValueError(f"canvas_size ({self.canvas_size}) must be a multiple of 4 (the backbone's stride)")
-        if not isinstance(self.h, int) or self.h < 1 or self.d_model % self.h != 0:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by h ({self.h})")
-
-    def validate(self) -> None:
-        """Types and ranges of every field, checked before anything is allocated (ValueError otherwise)."""
-        problems = field_problems(self, LIMITS, ("dropout", "attn_dropout"), ("layer_norm_eps",), ("pre_ln",))
-        if problems:  # the estimate needs numbers
-            check_size(problems, 0)
-        layers = self.n_encoder_layers + 2 * self.n_decoder_layers
-        check_size(problems, layers * (4 * self.d_model ** 2 + 2 * self.d_model * self.d_ff))
-
-    @property
-    def grid(self) -> int:
-        """Feature-map cells per side: the backbone downsamples by 4."""
-        return self.canvas_size // 4
-
-    @property
-    def n_tokens(self) -> int:
-        return self.grid ** 2
-
-    @property
-    def name(self) -> str:
-        return f"DETR, {self.n_queries} queries, {self.grid}×{self.grid} feature map, d_model {self.d_model}"
+from transformer_viz.models.detr.config import DETRConfig
+from transformer_viz.models.transformer.model import DecoderLayer, EncoderLayer
 
 
 @dataclass
@@ -190,24 +134,3 @@ class DETR(nn.Module):
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
-
-
-def trace_names() -> list[tuple[str, str, str]]:
-    """Every name the DETR's traced forward records, in order, with its shape and formula; ``encoder.{i}.*`` and
-    ``decoder.{i}.*`` stand for the names one layer records, as in the translation model."""
-    return [
-        ("detr.canvas", "(B, H, W)", "the input canvas, values in [0, 1]"),
-        ("detr.features", "(B, S, d_model)", "the CNN's feature map, S = (H/4)·(W/4) cells read row by row"),
-        ("detr.positional", "(S, d_model)", "E_pos, learned, one row per feature-map cell"),
-        ("detr.tokens", "(B, S, d_model)", "features + E_pos: the encoder's input"),
-        ("encoder.{i}.*", "as the encoder's, S cells", "one encoder layer (model.EncoderLayer, Pre-LN); no "
-         "padding, every cell sees every cell (`encoder.{i}.self_attn.weights` (B, h, S, S))"),
-        ("encoder.out", "(B, S, d_model)", "LayerNorm of the last layer's output: the memory"),
-        ("detr.queries", "(M, d_model)", "Q_obj, the M learned object queries: the decoder's input"),
-        ("decoder.{i}.*", "as the decoder's, T = M queries", "one decoder layer (model.DecoderLayer); no causal mask "
-         "(`decoder.{i}.self_attn.weights` (B, h, M, M), `decoder.{i}.cross_attn.weights` (B, h, M, S))"),
-        ("decoder.out", "(B, M, d_model)", "LayerNorm of the last decoder layer's output"),
-        ("detr.class_logits", "(B, M, n_classes+1)", "W_c decoder.out + b_c; the last class is ∅, no object"),
-        ("detr.class_probs", "(B, M, n_classes+1)", "softmax(class_logits)"),
-        ("detr.boxes", "(B, M, 4)", "sigmoid(MLP(decoder.out)): (cx, cy, w, h) as fractions of the canvas side"),
-    ]

@@ -1,5 +1,5 @@
 """Before the Transformer: a GRU encoder–decoder (Cho et al., 2014) and the same with additive attention
-(Bahdanau et al., 2015), written as plainly as ``transformer.py``.
+(Bahdanau et al., 2015), written as plainly as ``transformer/model.py``.
 
 The encoder reads the source one token at a time: H_s = GRU(E[x_s], H_{s−1}). Without attention the
 decoder sees the source only through the last real state, the context c = H_S: its input at every step
@@ -11,7 +11,7 @@ projected to d_emb and multiplied by the embedding matrix, which source, target 
 
 Each model offers what the rest of the package uses from a Transformer: ``forward(src, tgt, trace)`` for
 teacher forcing and tracing, ``start_state`` / ``decode_step`` for greedy and beam search
-(:mod:`transformer_viz.text.decoding` runs unchanged), ``num_parameters`` and ``cfg`` (pad/bos/eos IDs, max_len).
+(:mod:`transformer_viz.generation.decoding` runs unchanged), ``num_parameters`` and ``cfg`` (pad/bos/eos IDs, max_len).
 The encoder is unidirectional and one layer deep (Bahdanau et al. used a bidirectional one), so that
 "the context is the encoder's last state" means exactly one vector.
 """
@@ -23,47 +23,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from transformer_viz.core.jsonconfig import JsonConfig, check_size, field_problems
-from transformer_viz.core.special_tokens import BOS, EOS, PAD, UNK
 from transformer_viz.core.trace import Trace
-
-ARCH = "rnn"
-LIMITS = {"vocab_size": (5, 1_000_000), "d_emb": (1, 8192), "d_hidden": (1, 8192), "max_len": (2, 65536),
-          "pad_id": (PAD, PAD), "bos_id": (BOS, BOS), "eos_id": (EOS, EOS), "unk_id": (UNK, UNK)}
-
-
-@dataclass
-class RNNConfig(JsonConfig):
-    """Hyper-parameters of the recurrent encoder–decoder; ``arch`` tells a checkpoint's loader what to build."""
-
-    vocab_size: int = 8000
-    d_emb: int = 256  # token embedding width (source, target and output share one matrix)
-    d_hidden: int = 512  # GRU state width, encoder and decoder
-    attention: bool = False  # False: the context vector is the only bridge; True: additive attention
-    dropout: float = 0.1  # on embeddings and on the deep output
-    max_len: int = 256  # longest source or target, in tokens (as the Transformer's positions)
-    pad_id: int = PAD
-    bos_id: int = BOS
-    eos_id: int = EOS
-    unk_id: int = UNK
-    arch: str = ARCH
-
-    def __post_init__(self) -> None:
-        if self.arch != ARCH:
-            raise ValueError(f"arch must be {ARCH!r}, not {self.arch!r}")
-
-    def validate(self) -> None:
-        """Types and ranges of every field, checked before anything is allocated (ValueError otherwise)."""
-        problems = field_problems(self, LIMITS, ("dropout",), flags=("attention",))
-        if problems:  # the estimate needs numbers
-            check_size(problems, 0)
-        d_in, d_h = self.d_emb + self.d_hidden, self.d_hidden
-        check_size(problems, self.vocab_size * self.d_emb + 3 * (self.d_emb + d_h) * d_h + 3 * (d_in + d_h) * d_h
-                   + 3 * d_h * d_h)
-
-    @property
-    def name(self) -> str:
-        return "GRU encoder–decoder" + (" with attention" if self.attention else "")
+from transformer_viz.models.rnn.config import RNNConfig
 
 
 @dataclass
@@ -231,40 +192,3 @@ class RNNSeq2Seq(nn.Module):
     def sequential_steps(self, source_length: int, target_length: int) -> int:
         """Steps that must run one after another: S encoder steps, then T decoder steps."""
         return source_length + target_length
-
-
-PRESETS: dict[str, dict] = {
-    "rnn": dict(d_emb=256, d_hidden=512, attention=False),
-    "rnn-attn": dict(d_emb=256, d_hidden=512, attention=True),
-    "tiny": dict(d_emb=16, d_hidden=24, dropout=0.0, max_len=64),  # tests
-}
-
-
-def preset(name: str, **overrides) -> RNNConfig:
-    if name not in PRESETS:
-        raise ValueError(f"unknown RNN preset {name!r}; choose one of {sorted(PRESETS)}")
-    return RNNConfig(**{**PRESETS[name], **overrides})
-
-
-def trace_names(attention: bool = True) -> list[tuple[str, str, str]]:
-    """Every name an RNN's traced forward records, with its shape and formula."""
-    rows = [
-        ("src.token_ids", "(B, S)", "source token IDs, padded with <pad>"),
-        ("rnn.encoder.hidden", "(B, S, d_hidden)", "H_s = GRU(E[x_s], H_{s−1}), H_0 = 0; 0 past each sentence's end"),
-        ("rnn.context", "(B, d_hidden)", "c = H_S, the state at the last real source position (</s>)"),
-        ("tgt.token_ids", "(B, T)", "decoder input: <s> + target"),
-        ("rnn.decoder.hidden", "(B, T, d_hidden)",
-         "s_t = GRU([E[y_{t−1}]; c_t], s_{t−1}), s_0 = tanh(W_init c); without attention c_t = c"),
-    ]
-    if attention:
-        rows += [
-            ("rnn.attn.weights", "(B, T, S)",
-             "α_ts = softmax_s(vᵀ tanh(W_q s_{t−1} + W_k H_s)) over real source positions (pads exactly 0)"),
-            ("rnn.attn.context", "(B, T, d_hidden)", "c_t = Σ_s α_ts H_s"),
-        ]
-    rows += [
-        ("rnn.output", "(B, T, d_emb)", "W_o [s_t; c_t; E[y_{t−1}]] + b_o (dropout in training)"),
-        ("logits", "(B, T, V)", "rnn.output Eᵀ (output tied to the shared embedding)"),
-        ("probs", "(B, T, V)", "softmax(logits) over the vocabulary"),
-    ]
-    return rows

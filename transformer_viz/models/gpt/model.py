@@ -1,9 +1,9 @@
-"""A decoder-only Transformer (GPT: Radford et al., 2018, 2019), written as plainly as ``transformer.py``, whose
+"""A decoder-only Transformer (GPT: Radford et al., 2018, 2019), written as plainly as ``transformer/model.py``, whose
 layers it reuses.
 
 Take the encoder–decoder, drop the encoder and with it the cross-attention, and keep one stack of blocks whose
 self-attention carries the causal mask: position t sees positions ≤ t only. The model reads a prompt and
-predicts its next token; a completion is drawn one token at a time (text/sampling.py).
+predicts its next token; a completion is drawn one token at a time (generation/sampling.py).
 
     x_0 = E[tokens] + P[positions],   x_l = Block(x_{l−1}),   logits = LayerNorm(x_N) Eᵀ
 
@@ -11,78 +11,18 @@ As in GPT-2: learned position embeddings (no sinusoids, no ×√d_model), Pre-LN
 (x + Attention(LayerNorm(x)), then x + FFN(LayerNorm(x))) and one final LayerNorm, GELU in the feed-forward
 network, the output projection tied to the token embeddings. A block is ``transformer.EncoderLayer`` given
 the causal mask, so the attention code and the trace names are the decoder's: ``decoder.{i}.self_attn.weights``
-and so on (trace_names below lists them; there is no ``src.*``, ``encoder.*`` or ``cross_attn``).
+and so on (names.py lists them; there is no ``src.*``, ``encoder.*`` or ``cross_attn``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import nn
 
-from transformer_viz.core.jsonconfig import JsonConfig, check_size, field_problems
 from transformer_viz.core.masks import causal_mask
-from transformer_viz.core.special_tokens import BOS, EOS, PAD, UNK
 from transformer_viz.core.trace import Trace
-from transformer_viz.models.config import ACTIVATIONS
-from transformer_viz.models.transformer import EncoderLayer
-from transformer_viz.models.transformer_names import _attention_names, _ffn_names
-
-ARCH = "gpt"
-NO_PAD = -1  # pad_id of a model trained without padding (GPT-2): no token is ever hidden as padding
-
-
-@dataclass
-class GPTConfig(JsonConfig):
-    """Hyper-parameters of the decoder-only model, named as in :class:`~transformer_viz.models.config.ModelConfig`
-    (d_model, d_ff, h, N: N blocks in the one stack). ``arch`` tells a checkpoint's loader what to build."""
-
-    vocab_size: int = 8000
-    d_model: int = 256
-    d_ff: int = 1024
-    h: int = 8
-    N: int = 4
-    max_len: int = 128  # positions the learned position embedding has rows for
-    dropout: float = 0.1
-    attn_dropout: float = 0.0
-    pre_ln: bool = True  # GPT-2's blocks; False builds Post-LN blocks (and no final LayerNorm)
-    layer_norm_eps: float = 1e-5
-    activation: str = "gelu_tanh"  # GPT-2's "gelu_new"
-    pad_id: int = PAD  # NO_PAD (−1): no padding token (imported GPT-2)
-    bos_id: int = BOS  # what a prompt starts with (GPT-2: <|endoftext|>)
-    eos_id: int = EOS  # what ends a completion (GPT-2: <|endoftext|> again)
-    unk_id: int = UNK
-    arch: str = ARCH
-
-    def __post_init__(self) -> None:
-        if self.arch != ARCH:
-            raise ValueError(f"arch must be {ARCH!r}, not {self.arch!r}")
-        if not isinstance(self.h, int) or self.h < 1 or self.d_model % self.h != 0:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by h ({self.h})")
-        if self.activation not in ACTIVATIONS:
-            raise ValueError(f"activation {self.activation!r} is not implemented; "
-                             f"choose one of {', '.join(ACTIVATIONS)}")
-
-    @property
-    def d_k(self) -> int:
-        return self.d_model // self.h
-
-    @property
-    def name(self) -> str:
-        return f"GPT (N={self.N}, d_model={self.d_model}, h={self.h}, d_ff={self.d_ff})"
-
-    def validate(self) -> None:
-        """Types and ranges of every field, checked before anything is allocated (ValueError otherwise)."""
-        vocab = self.vocab_size if isinstance(self.vocab_size, int) and not isinstance(self.vocab_size, bool) else 1
-        limits = {"vocab_size": (5, 1_000_000), "d_model": (2, 8192), "d_ff": (1, 65536), "h": (1, 256),
-                  "N": (1, 128), "max_len": (2, 65536), "pad_id": (NO_PAD, vocab - 1), "bos_id": (0, vocab - 1),
-                  "eos_id": (0, vocab - 1), "unk_id": (NO_PAD, vocab - 1)}
-        problems = field_problems(self, limits, ("dropout", "attn_dropout"), ("layer_norm_eps",), ("pre_ln",))
-        if problems:  # the estimate needs numbers
-            check_size(problems, 0)
-        per_block = 4 * self.d_model * self.d_model + 2 * self.d_model * self.d_ff
-        check_size(problems, self.N * per_block + (self.vocab_size + self.max_len) * self.d_model)
+from transformer_viz.models.gpt.config import NO_PAD, GPTConfig
+from transformer_viz.models.transformer.model import EncoderLayer
 
 
 class GPT(nn.Module):
@@ -179,35 +119,3 @@ class GPT(nn.Module):
 
 
 # --- the documented trace names ---------------------------------------------------------------------------
-
-def _pre_ln_norm_names(prefix: str, sublayer: str) -> list[tuple[str, str, str]]:
-    return [
-        (f"{prefix}.residual", "(B, T, d_model)", f"the stream x before the {sublayer} (Pre-LN: the norm's input)"),
-        (f"{prefix}.mean", "(B, T)", "per-position mean of x over d_model"),
-        (f"{prefix}.var", "(B, T)", "per-position (biased) variance of x over d_model"),
-        (f"{prefix}.out", "(B, T, d_model)", f"LayerNorm(x), what the {sublayer} reads; x + {sublayer}(LayerNorm(x)) "
-                                             f"goes on"),
-    ]
-
-
-def trace_names(N: int = 4) -> list[tuple[str, str, str]]:
-    """Every name ``GPT.forward(..., trace=Trace())`` records for a model of N Pre-LN blocks."""
-    rows = [
-        ("tgt.token_ids", "(B, T)", "token IDs of the prompt, starting with <s>"),
-        ("tgt.embedding", "(B, T, d_model)", "E[token_ids] (no ×√d_model)"),
-        ("tgt.positional", "(T, d_model)", "P[0..T−1], a learned position embedding"),
-        ("tgt.input", "(B, T, d_model)", "embedding + positional (dropout in training)"),
-    ]
-    for i in range(N):
-        p = f"decoder.{i}"
-        rows += _pre_ln_norm_names(f"{p}.norm1", "self-attention")
-        rows += _attention_names(f"{p}.self_attn", "T", "T") + _pre_ln_norm_names(f"{p}.norm2", "FFN")
-        rows += [(n, s, m.replace("max(0, ", "GELU(") if n.endswith("hidden") else m)
-                 for n, s, m in _ffn_names(f"{p}.ffn", "T")]
-        rows.append((f"{p}.out", "(B, T, d_model)", "output of block i: x + Attention(LN(x)), then + FFN(LN(·))"))
-    rows += [
-        ("decoder.out", "(B, T, d_model)", "LayerNorm of the last block's output (the final LayerNorm)"),
-        ("logits", "(B, T, V)", "decoder.out Eᵀ (output projection tied to the token embeddings)"),
-        ("probs", "(B, T, V)", "softmax(logits) over the vocabulary: row t is the distribution of token t + 1"),
-    ]
-    return rows

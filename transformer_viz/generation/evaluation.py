@@ -6,8 +6,8 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from transformer_viz.text.decoding import generate
-from transformer_viz.text.decoding_defaults import GenerationDefaults
+from transformer_viz.generation.decoding import generate
+from transformer_viz.generation.decoding_defaults import GenerationDefaults
 from transformer_viz.text.tokenizer import decode
 
 

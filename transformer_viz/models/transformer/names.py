@@ -1,5 +1,5 @@
 """The Transformer's documented hook-point names, with shapes and formulas: what
-``Transformer.forward(..., trace=Trace())`` records (models/transformer.py). The tests check the list
+``Transformer.forward(..., trace=Trace())`` records (models/transformer/model.py). The tests check the list
 against a real forward pass, and models.trace_docs writes docs/trace_names.md from it."""
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Attention beyond text: a Vision Transformer (Dosovitskiy et al., 2021) for 8 × 8 handwritten digits, written
-as plainly as ``transformer.py``, whose encoder layer it reuses.
+as plainly as ``transformer/model.py``, whose encoder layer it reuses.
 
 The image is cut into non-overlapping p × p patches; each patch, flattened to p·p pixel values, is a token:
 x_p^i E (a linear map to d_model). A learned [CLS] token is put in front, a learned position embedding is
-added to every token, and the N encoder layers of ``transformer.py`` (the same attention code, the same trace names
+added to every token, and the N encoder layers of ``transformer/model.py`` (the same attention code, the same trace names
 ``encoder.{i}.self_attn.weights`` …) mix them. The class is read from the [CLS] token's final state:
 
     z_0 = [x_cls; x_p^1 E; …; x_p^P E] + E_pos,   z_l = EncoderLayer(z_{l−1}),   y = softmax(W LayerNorm(z_N^0))
@@ -15,70 +15,12 @@ in the ViT paper. No padding: every image has the same P + 1 tokens, so the mask
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import nn
 
-from transformer_viz.core.jsonconfig import JsonConfig, check_size, field_problems
 from transformer_viz.core.trace import Trace
-from transformer_viz.models.transformer import EncoderLayer
-
-ARCH = "vit"
-LIMITS = {"image_size": (1, 1024), "patch_size": (1, 1024), "n_classes": (1, 100_000), "d_model": (2, 8192),
-          "d_ff": (1, 65536), "h": (1, 256), "N": (1, 64)}  # what a config.json may ask for
-CLASSES = tuple(str(d) for d in range(10))
-
-
-@dataclass
-class ViTConfig(JsonConfig):
-    """Hyper-parameters of the Vision Transformer; ``arch`` tells a checkpoint's loader what to build.
-
-    The encoder fields (d_model, d_ff, h, N, dropout, attn_dropout, pre_ln, layer_norm_eps) mean what they
-    mean in :class:`~transformer_viz.models.config.ModelConfig`: ``transformer.EncoderLayer`` reads them from this config.
-    """
-
-    image_size: int = 8  # images are image_size × image_size, one channel, values in [0, 1]
-    patch_size: int = 2  # p: patches of p × p pixels, P = (image_size / p)² of them
-    n_classes: int = 10
-    d_model: int = 64
-    d_ff: int = 128
-    h: int = 4
-    N: int = 3
-    dropout: float = 0.1
-    attn_dropout: float = 0.0
-    pre_ln: bool = True
-    layer_norm_eps: float = 1e-5
-    arch: str = ARCH
-
-    def __post_init__(self) -> None:
-        if self.arch != ARCH:
-            raise ValueError(f"arch must be {ARCH!r}, not {self.arch!r}")
-        if not isinstance(self.patch_size, int) or not isinstance(self.image_size, int) or self.patch_size < 1 \
-                or self.image_size % self.patch_size != 0:
-            raise ValueError(f"patch_size ({self.patch_size}) must divide image_size ({self.image_size})")
-        if not isinstance(self.h, int) or self.h < 1 or self.d_model % self.h != 0:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by h ({self.h})")
-
-    def validate(self) -> None:
-        """Types and ranges of every field, checked before anything is allocated (ValueError otherwise)."""
-        problems = field_problems(self, LIMITS, ("dropout", "attn_dropout"), ("layer_norm_eps",), ("pre_ln",))
-        if problems:  # the estimate needs numbers
-            check_size(problems, 0)
-        check_size(problems, self.N * (4 * self.d_model ** 2 + 2 * self.d_model * self.d_ff))
-
-    @property
-    def grid(self) -> int:
-        """Patches per side."""
-        return self.image_size // self.patch_size
-
-    @property
-    def n_patches(self) -> int:
-        return self.grid ** 2
-
-    @property
-    def name(self) -> str:
-        return f"ViT, {self.patch_size}×{self.patch_size} patches, N {self.N}, d_model {self.d_model}"
+from transformer_viz.models.transformer.model import EncoderLayer
+from transformer_viz.models.vit.config import ViTConfig
 
 
 def patchify(images: torch.Tensor, p: int) -> torch.Tensor:
@@ -143,21 +85,3 @@ class ViT(nn.Module):
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
-
-
-def trace_names() -> list[tuple[str, str, str]]:
-    """Every name the ViT's traced forward records, in order, with its shape and formula; ``encoder.{i}.*`` stands
-    for all the names one encoder layer records, as in the translation encoder (self_attn.weights …)."""
-    return [
-        ("vit.patches", "(B, P, p·p)",
-         "the image cut into P = (H/p)² patches of p × p pixels, each read row by row"),
-        ("vit.patch_embed", "(B, P, d_model)", "x_p^i E + b: one linear map for every patch"),
-        ("vit.positional", "(P+1, d_model)", "E_pos, learned; row 0 is [CLS]'s"),
-        ("vit.tokens", "(B, P+1, d_model)", "z_0 = [x_cls; x_p^1 E; …; x_p^P E] + E_pos"),
-        ("encoder.{i}.*", "as the encoder's, S = P+1", "one encoder layer (model.EncoderLayer, Pre-LN); no "
-         "padding, so the mask lets every token see all (`encoder.{i}.self_attn.weights` (B, h, P+1, P+1))"),
-        ("encoder.out", "(B, P+1, d_model)", "LayerNorm(z_N)"),
-        ("vit.cls", "(B, d_model)", "the [CLS] token's final state, encoder.out[:, 0]"),
-        ("logits", "(B, n_classes)", "W vit.cls + b"),
-        ("probs", "(B, n_classes)", "softmax(logits) over the ten digits"),
-    ]

@@ -24,8 +24,8 @@ class GenerationDefaults:
 
     num_beams: 1 is greedy. length_penalty: α in the GNMT penalty ((5 + |Y|) / 6)^α that ranks finished
     beams (log-probability / penalty); unused by greedy decoding. max_new_tokens: 0 means the engine's
-    rule (:func:`~transformer_viz.text.decoding.max_output_length`). max_loop_repeats: see
-    :func:`~transformer_viz.text.decoding.loop_bans`.
+    rule (:func:`~transformer_viz.generation.decoding.max_output_length`). max_loop_repeats: see
+    :func:`~transformer_viz.generation.decoding.loop_bans`.
     """
 
     num_beams: int = 1

@@ -24,7 +24,7 @@ from transformer_viz.core.hooks import Hooks, combine, explicit, point
 from transformer_viz.core.masks import padding_mask, target_mask
 from transformer_viz.core.trace import Trace
 from transformer_viz.models import products
-from transformer_viz.models.config import ModelConfig
+from transformer_viz.models.transformer.config import ModelConfig
 
 
 def sinusoidal_positional_encoding(length: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
@@ -126,7 +126,7 @@ class MultiHeadAttention(nn.Module):
 
 # The feed-forward nonlinearities a config may name (config.ACTIVATIONS): the paper's ReLU, the exact
 # GELU and swish (x·sigmoid(x)) that imported Marian models use (transformers' "gelu" and "swish"), and
-# GPT-2's tanh approximation of GELU (transformers' "gelu_new"), which models/gpt.py uses.
+# GPT-2's tanh approximation of GELU (transformers' "gelu_new"), which models/gpt/ uses.
 _ACTIVATION_FUNCTIONS = {"relu": F.relu, "gelu": F.gelu, "swish": F.silu,
                          "gelu_tanh": lambda x: F.gelu(x, approximate="tanh")}
 

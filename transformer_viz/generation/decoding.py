@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from transformer_viz.models.config import ModelConfig
-from transformer_viz.models.transformer import Transformer
-from transformer_viz.text.decoding_defaults import GenerationDefaults
+from transformer_viz.generation.decoding_defaults import GenerationDefaults
+from transformer_viz.models.transformer.config import ModelConfig
+from transformer_viz.models.transformer.model import Transformer
 from transformer_viz.text.tokenizer import output_ids
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from transformer_viz.core.jsonconfig import JsonConfig, check_size, field_problems
 from transformer_viz.core.special_tokens import BOS, EOS, PAD, UNK
 
-ACTIVATIONS = ("relu", "gelu", "swish", "gelu_tanh")  # what FeedForward implements (models/transformer.py)
+ACTIVATIONS = ("relu", "gelu", "swish", "gelu_tanh")  # what FeedForward implements (models/transformer/model.py)
 
 
 @dataclass
