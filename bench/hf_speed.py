@@ -13,8 +13,9 @@ and beam 5, each engine with its own beam search and the checkpoint's length pen
 differ, so beam outputs may too: the agreement is reported), no repetition guard, and the same
 length limit (generation.decoding.max_output_length). The batches are cut into rounds; in every
 round each engine decodes the same batches, the order of the engines rotating round by round, so
-a noisy moment hits them all alike. Sentences per second = sentences / total time of an engine in a cell. Timings
-use time.perf_counter; the first batch of each cell is decoded once by every engine, untimed.
+a noisy moment hits them all alike. Sentences per second = sentences / total time of an engine in
+a cell. Timings use time.perf_counter; the first batch of each cell is decoded once by every
+engine, untimed.
 """
 
 from __future__ import annotations

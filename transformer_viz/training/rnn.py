@@ -1,4 +1,5 @@
-"""Training the recurrent encoder–decoders (models/rnn/) on the shipped Transformer's data and tokenizer.
+"""Training the recurrent encoder–decoders (models/rnn/) on the shipped Transformer's data and
+tokenizer.
 
 The pieces come from the translation trainer: the corpora and their mix
 (:func:`~transformer_viz.training.translation.load_corpora`), batches by token count, the
