@@ -251,7 +251,8 @@ def teacher_forcing_losses(logits: torch.Tensor, expected_ids: list[int], smooth
     Returns p (T,), the probability of each expected token; nll (T,) = −log p; ce = mean(nll); and
     smoothed, the label-smoothed loss that training minimises (target (1 − ε)·one-hot + ε/V).
     """
-    from transformer_viz.models.losses import label_smoothed_loss  # the training loss itself, not a copy of it
+    # the training loss itself, not a copy of it
+    from transformer_viz.models.losses import label_smoothed_loss
 
     logits = torch.as_tensor(logits, dtype=torch.float64)  # (T, V)
     target = torch.as_tensor(expected_ids, dtype=torch.long)  # (T,)
