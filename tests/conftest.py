@@ -1,5 +1,6 @@
-"""Fixtures: a tiny tokenizer, model and checkpoint built in a temporary directory (no data, no network),
-and the app on that checkpoint in Streamlit's AppTest (helpers to read what it drew: tests/support/apptest.py)."""
+"""Fixtures: a tiny tokenizer, model and checkpoint built in a temporary directory (no data, no
+network), and the app on that checkpoint in Streamlit's AppTest (helpers to read what it drew:
+tests/support/apptest.py)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from transformer_viz.models.transformer.config import preset
 from transformer_viz.models.transformer.model import Transformer
 from transformer_viz.text.tokenizer import train_tokenizer
 
-# The tensors here are tiny: one thread avoids thread start-up and contention costs on a 2-core machine,
-# and it is how the app runs the model (app/threads.py sets one thread per call).
+# The tensors here are tiny: one thread avoids thread start-up and contention costs on a 2-core
+# machine, and it is how the app runs the model (app/threads.py sets one thread per call).
 torch.set_num_threads(1)
 
 
@@ -28,7 +29,8 @@ def one_torch_thread():
 @pytest.fixture(scope="session")
 def tokenizer():
     pairs = synthetic_pairs(300)
-    return train_tokenizer([s for s, _ in pairs] + [t for _, t in pairs], vocab_size=200, min_frequency=1)
+    return train_tokenizer([s for s, _ in pairs] + [t for _, t in pairs], vocab_size=200,
+                           min_frequency=1)
 
 
 @pytest.fixture(scope="session")
@@ -53,40 +55,44 @@ TINY_DETR, TINY_DETR_SEED = dict(backbone_channels=4, d_model=16, d_ff=32, h=2, 
 
 @pytest.fixture(scope="session")
 def checkpoint_dir(tmp_path_factory, tiny_model, tokenizer):
-    """The tiny Transformer, and beside it two tiny recurrent models (without and with attention) for the RNN
-    page, a tiny Vision Transformer and a tiny DETR (random weights) for their pages; the sidebar lists the
-    Transformer only."""
+    """The tiny Transformer, and beside it two tiny recurrent models (without and with attention)
+    for the RNN page, a tiny Vision Transformer and a tiny DETR (random weights) for their pages;
+    the sidebar lists the Transformer only."""
     from transformer_viz.models.detr.config import DETRConfig
     from transformer_viz.models.detr.model import DETR
-    from transformer_viz.models.rnn.config import preset as rnn_preset
     from transformer_viz.models.rnn.model import RNNSeq2Seq
+    from transformer_viz.models.rnn.config import preset as rnn_preset
     from transformer_viz.models.vit.config import ViTConfig
     from transformer_viz.models.vit.model import ViT
     from transformer_viz.training.detr import save_detr_checkpoint
     from transformer_viz.training.vit import save_vit_checkpoint
 
     path = tmp_path_factory.mktemp("ckpt") / "tiny"
-    save_checkpoint(path, tiny_model, tokenizer, {"name": "tiny test model", "src_lang": "de", "tgt_lang": "en",
-                                                  "history": [{"epoch": 1, "step": 10, "train_loss": 5.0,
-                                                               "val_loss": 5.1, "val_bleu": 1.0, "elapsed_s": 6}]})
+    save_checkpoint(path, tiny_model, tokenizer,
+                    {"name": "tiny test model", "src_lang": "de", "tgt_lang": "en",
+                     "history": [{"epoch": 1, "step": 10, "train_loss": 5.0,
+                                                               "val_loss": 5.1, "val_bleu": 1.0,
+                                  "elapsed_s": 6}]})
     for name, attention in (("rnn-de-en", False), ("rnn-attn-de-en", True)):
         torch.manual_seed(1 + attention)
         rnn = RNNSeq2Seq(rnn_preset("tiny", vocab_size=len(tokenizer), attention=attention)).eval()
-        save_checkpoint(path.parent / name, rnn, tokenizer, {"name": name, "src_lang": "de", "tgt_lang": "en"})
+        save_checkpoint(path.parent / name, rnn, tokenizer,
+                        {"name": name, "src_lang": "de", "tgt_lang": "en"})
     torch.manual_seed(TINY_VIT_SEED)
     save_vit_checkpoint(path.parent / "vit-tiny", ViT(ViTConfig(**TINY_VIT)).eval(),
                         {"held_out_accuracy": 0.125, "held_out_images": 360})
     torch.manual_seed(TINY_DETR_SEED)
     save_detr_checkpoint(path.parent / "detr-tiny", DETR(DETRConfig(**TINY_DETR)).eval(),
-                         {"test": {"canvases": 1000, "seed": 5, "images": "held-out", "precision": 0.031,
-                                   "recall": 0.042}})
+                         {"test": {"canvases": 1000, "seed": 5, "images": "held-out",
+                                   "precision": 0.031, "recall": 0.042}})
     from transformer_viz.checkpoints.cards import gpt_card
     from transformer_viz.models.gpt.config import GPTConfig
     from transformer_viz.models.gpt.model import GPT
 
     torch.manual_seed(TINY_GPT_SEED)
     gpt = GPT(GPTConfig(vocab_size=len(tokenizer), **TINY_GPT)).eval()
-    save_checkpoint(path.parent / "gpt-tiny", gpt, tokenizer, {"name": "tiny GPT", "lang": "en"}, card=gpt_card)
+    save_checkpoint(path.parent / "gpt-tiny", gpt, tokenizer, {"name": "tiny GPT", "lang": "en"},
+                    card=gpt_card)
     return path
 
 
@@ -97,16 +103,16 @@ def tiny_checkpoint(checkpoint_dir):
 
 @pytest.fixture()
 def make_app(checkpoint_dir, monkeypatch):
-    """A factory: make_app(sentence) -> the app's AppTest on the tiny checkpoint, with the sentence in the URL
-    (as a shared link gives it), before its first run."""
+    """A factory: make_app(sentence) -> the app's AppTest on the tiny checkpoint, with the sentence
+    in the URL (as a shared link gives it), before its first run."""
     from streamlit.components.v2.component_manager import BidiComponentManager
     from streamlit.testing.v1 import AppTest
 
     monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(checkpoint_dir.parent))
     # The app uses no custom components; each new AppTest would otherwise read the metadata of every
     # installed package looking for some (~0.5 s of the ~0.8 s one run takes here).
-    monkeypatch.setattr(BidiComponentManager, "discover_and_register_components", lambda self, **kw: None,
-                        raising=False)
+    monkeypatch.setattr(BidiComponentManager, "discover_and_register_components",
+                        lambda self, **kw: None, raising=False)
     app_path = str(Path(__file__).resolve().parent.parent / "app.py")
 
     def make(sentence: str = SENTENCE) -> AppTest:
@@ -119,7 +125,8 @@ def make_app(checkpoint_dir, monkeypatch):
 
 @pytest.fixture()
 def open_app(make_app):
-    """A factory: open_app(page, sentence) -> the app's AppTest on that page (a file in transformer_viz/app/pages/), run."""
+    """A factory: open_app(page, sentence) -> the app's AppTest on that page (a file in
+    transformer_viz/app/pages/), run."""
 
     def open_(page: str, sentence: str = SENTENCE):
         return open_page(make_app(sentence), page)
@@ -129,7 +136,8 @@ def open_app(make_app):
 
 @pytest.fixture()
 def open_step():
-    """open_step(at, key, n) -> at, rerun with the n-th step (from 0) of the page's steps.tabs(..., key) open."""
+    """open_step(at, key, n) -> at, rerun with the n-th step (from 0) of the page's steps.tabs(...,
+    key) open."""
 
     def open_(at, key: str, n: int):
         at.session_state[key] = at.tabs[n].label
@@ -142,8 +150,9 @@ def open_step():
 
 @pytest.fixture()
 def every_step(open_step):
-    """every_step(at, key) -> {chart name: plotly JSON} over all the tabs of a page's steps.tabs(..., key),
-    opening each in turn (only the open step runs); the last step is left open."""
+    """every_step(at, key) -> {chart name: plotly JSON} over all the tabs of a page's
+    steps.tabs(..., key), opening each in turn (only the open step runs); the last step is left
+    open."""
 
     def collect(at, key: str) -> dict[str, str]:
         labels = [tab.label for tab in at.tabs]

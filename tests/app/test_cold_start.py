@@ -1,6 +1,7 @@
-"""A fresh server process: the Overview draws everything that needs no model while a background thread loads
-the first one, then fills in the translation; other pages wait for that same model. And what every script run
-reuses instead of making again: the checkpoint listing and the navigation's pages."""
+"""A fresh server process: the Overview draws everything that needs no model while a background
+thread loads the first one, then fills in the translation; other pages wait for that same model. And
+what every script run reuses instead of making again: the checkpoint listing and the navigation's
+pages."""
 
 from __future__ import annotations
 
@@ -19,9 +20,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 @pytest.fixture()
 def cold_process(monkeypatch):
-    """The loaders as in a server process whose first run found torch not imported: no model loaded or cached,
-    a background load allowed. Every load waits until the test sets the returned event (or raises what the
-    test puts in ``fail``); ``calls`` lists the checkpoints read."""
+    """The loaders as in a server process whose first run found torch not imported: no model loaded
+    or cached, a background load allowed. Every load waits until the test sets the returned event
+    (or raises what the test puts in ``fail``); ``calls`` lists the checkpoints read."""
     from transformer_viz.app import loaders
 
     release, calls, fail = threading.Event(), [], []
@@ -82,7 +83,8 @@ def test_the_overview_draws_before_the_model_has_loaded_then_fills_in(make_app, 
     assert "Loading the model…" not in texts(at)
     specs = [c.proto.spec for c in at.get("plotly_chart")]
     assert len(specs) == 1 and "(1, 8, 32)" in charts(at)["architecture"]  # S = 7 words + </s>
-    assert loaders.model_loaded(name) and calls == [name]  # the thread's model, not read a second time
+    # the thread's model, not read a second time
+    assert loaders.model_loaded(name) and calls == [name]
 
 
 def test_another_page_waits_for_the_model_the_background_thread_is_loading(make_app, cold_process):
@@ -96,7 +98,8 @@ def test_another_page_waits_for_the_model_the_background_thread_is_loading(make_
     assert calls == [name]
 
 
-def test_a_model_that_fails_to_load_in_the_background_is_reported_on_the_page(make_app, cold_process):
+def test_a_model_that_fails_to_load_in_the_background_is_reported_on_the_page(
+        make_app, cold_process):
     from transformer_viz.checkpoints import CheckpointError
 
     release, calls, fail = cold_process
@@ -106,7 +109,8 @@ def test_a_model_that_fails_to_load_in_the_background_is_reported_on_the_page(ma
     release.set()
     wait_until_loaded(name)
     rerun(at)
-    assert [e.value for e in at.error] == ["This checkpoint cannot be loaded: weights do not match the config"]
+    assert ([e.value for e in at.error]
+            == ["This checkpoint cannot be loaded: weights do not match the config"])
     assert not at.get("plotly_chart")
     fail.clear()
     rerun(at)  # the error was the thread's, once: the next run reads the checkpoint itself
@@ -122,7 +126,8 @@ def test_a_process_that_had_torch_already_loads_in_the_script_thread(make_app, m
 
 
 def run_python(code: str) -> str:
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout.strip()
 
@@ -137,20 +142,25 @@ def test_the_router_notes_a_cold_process_before_its_imports_bring_torch():
 
 
 def test_the_first_page_imports_no_torch_and_all_of_pandas():
-    """What the router and the Overview import (the app's modules, the architecture figure): no torch, so that a
-    fresh server draws its first page while a background thread imports it; and pandas whole, before any page
-    runs, so that no script thread's figure finds it half imported by another (router.py says why)."""
+    """What the router and the Overview import (the app's modules, the architecture figure): no
+    torch, so that a fresh server draws its first page while a background thread imports it; and
+    pandas whole, before any page runs, so that no script thread's figure finds it half imported by
+    another (router.py says why)."""
     assert run_python("import sys\n"
-                      "import transformer_viz.app.router, transformer_viz.app.examples, transformer_viz.app.about\n"
+                      "import transformer_viz.app.router, transformer_viz.app.examples, "
+                      "transformer_viz.app.about\n"
                       "import transformer_viz.plots.architecture, transformer_viz.plots.blocks\n"
-                      "print(sorted(m for m in ('torch', 'transformers', 'pandas') if m in sys.modules), "
-                      "sys.modules['pandas'].__spec__._initializing, hasattr(sys.modules['pandas'], 'Series'))"
+                      "print(sorted(m for m in ('torch', 'transformers', 'pandas') if m in "
+                      "sys.modules), "
+                      "sys.modules['pandas'].__spec__._initializing, "
+                      "hasattr(sys.modules['pandas'], 'Series'))"
                       ) == "['pandas'] False True"
 
 
-# --- what a script run reuses -------------------------------------------------------------------------------
+# --- what a script run reuses ---------------------------------------------------------------------
 
-def test_the_checkpoint_listing_is_reused_until_a_root_changes_or_it_is_old(checkpoint_dir, tmp_path, monkeypatch):
+def test_the_checkpoint_listing_is_reused_until_a_root_changes_or_it_is_old(
+        checkpoint_dir, tmp_path, monkeypatch):
     import shutil
 
     from transformer_viz.app import catalogue
@@ -160,19 +170,23 @@ def test_the_checkpoint_listing_is_reused_until_a_root_changes_or_it_is_old(chec
     monkeypatch.setenv(catalogue.CHECKPOINTS_ENV, str(root))
     reads = []
     checkpoint_arch = catalogue.checkpoint_arch
-    monkeypatch.setattr(catalogue, "checkpoint_arch", lambda path: reads.append(path.name) or checkpoint_arch(path))
+    monkeypatch.setattr(catalogue, "checkpoint_arch",
+                        lambda path: reads.append(path.name) or checkpoint_arch(path))
     first = catalogue.list_checkpoints()
     assert list(first) == ["a"] and reads == ["a"]
     first["b"] = root  # a caller's copy: the next listing does not have it
-    assert list(catalogue.list_checkpoints()) == ["a"] and reads == ["a"]  # no config.json read again
+    # no config.json read again
+    assert list(catalogue.list_checkpoints()) == ["a"] and reads == ["a"]
 
     shutil.copytree(checkpoint_dir, root / "b")  # a new directory changes the root: listed at once
     assert list(catalogue.list_checkpoints()) == ["a", "b"]
-    (root / "b" / "config.json").write_text("{}")  # a change inside one: only once the listing is old
+    # a change inside one: only once the listing is old
+    (root / "b" / "config.json").write_text("{}")
     reads.clear()
     assert list(catalogue.list_checkpoints()) == ["a", "b"] and reads == []
     monkeypatch.setattr(catalogue, "LISTING_TTL_S", 0.0)
-    assert list(catalogue.list_checkpoints()) == ["a", "b"] and reads == ["a", "b"]  # "{}": the default family
+    # "{}": the default family
+    assert list(catalogue.list_checkpoints()) == ["a", "b"] and reads == ["a", "b"]
 
 
 def test_a_session_keeps_its_navigation_pages_and_another_gets_its_own(make_app):

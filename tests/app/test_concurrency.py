@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 
-import pytest
 import torch
 
 from transformer_viz.engine import run_sentence
@@ -23,16 +22,19 @@ SENTENCES = [
     "rot blau rot blau rot blau rot blau rot blau rot blau rot blau",
     "eine frau sitzt am strand <pad> </s> .",
     "ein mann 😀 läuft",
-    "am strand spielt ein hund mit einem roten ball und zwei kinder sitzen im park auf der straße .",
+    "am strand spielt ein hund mit einem roten ball und zwei kinder sitzen im park auf der straße "
+    ".",
     "blau",
-    "ein ein ein ein ein ein ein ein ein ein ein ein ein ein ein ein ein ein ein ein ein ein ein ein",
+    "ein ein ein ein ein ein ein ein ein ein ein ein ein ein ein ein ein ein ein ein ein ein ein "
+    "ein",
     "zwei hund .",
     "frau mit ball",
     "ein\u200bmann\u202e spielt",
     "straße straße straße .",
 ]
 THREADS = 16
-ROUNDS = 2  # each thread runs two different sentences, so a call also follows another one in the same thread
+# each thread runs two different sentences, so a call also follows another one in the same thread
+ROUNDS = 2
 
 
 def module_state(model: torch.nn.Module) -> dict[str, tuple]:
@@ -40,14 +42,16 @@ def module_state(model: torch.nn.Module) -> dict[str, tuple]:
     state = {}
     for name, module in model.named_modules():
         stray = sorted(k for k, v in vars(module).items() if isinstance(v, torch.Tensor))
-        state[name] = (sorted(vars(module)), stray, sorted(module._buffers), sorted(module._parameters))
+        state[name] = (sorted(vars(module)), stray, sorted(module._buffers),
+                       sorted(module._parameters))
     return state
 
 
 def snapshot(run) -> dict:
     """A copy of everything a run returned, taken at once: later calls cannot reach into it."""
-    return {"source_text": run.source_text, "src_ids": list(run.src_ids), "tgt_ids": list(run.tgt_ids),
-            "translation": run.translation, "trace": {name: t.clone() for name, t in run.trace.items()}}
+    return {"source_text": run.source_text, "src_ids": list(run.src_ids),
+            "tgt_ids": list(run.tgt_ids), "translation": run.translation,
+            "trace": {name: t.clone() for name, t in run.trace.items()}}
 
 
 def assert_same_run(got, expected: dict, sentence: str) -> None:
@@ -66,7 +70,8 @@ def test_sessions_at_once_each_get_their_own_trace(tiny_checkpoint):
     assert len(set(SENTENCES)) == THREADS
     before = module_state(tiny_checkpoint.model)
     weights = {k: v.clone() for k, v in tiny_checkpoint.model.state_dict().items()}
-    expected = [snapshot(run_sentence(tiny_checkpoint, s)) for s in SENTENCES]  # one after the other
+    # one after the other
+    expected = [snapshot(run_sentence(tiny_checkpoint, s)) for s in SENTENCES]
     # the sentences really give different traces, so a mix-up would be seen
     assert len({tuple(r["src_ids"]) for r in expected}) == THREADS
     assert len({r["trace"]["logits"].sum().item() for r in expected}) == THREADS
@@ -105,9 +110,11 @@ def test_sessions_at_once_each_get_their_own_trace(tiny_checkpoint):
 
 
 def test_beam_and_greedy_at_once(tiny_checkpoint):
-    """Beam search and greedy decoding of the same sentence, in parallel, do not disturb each other."""
+    """Beam search and greedy decoding of the same sentence, in parallel, do not disturb each
+    other."""
     sentence = SENTENCES[2]
-    expected = {beam: snapshot(run_sentence(tiny_checkpoint, sentence, beam_size=beam)) for beam in (1, 3)}
+    expected = {beam: snapshot(run_sentence(tiny_checkpoint, sentence, beam_size=beam))
+                for beam in (1, 3)}
     results, errors = [], []
 
     def session(beam: int) -> None:

@@ -20,7 +20,8 @@ from streamlit.testing.v1 import AppTest
 from tests.support.apptest import rerun
 from transformer_viz.cli import main
 from transformer_viz.engine import run_sentence
-from transformer_viz.text.tokenizer import BOS, DEFAULT_MAX_CHARS, EOS, PAD, UNK, InputError, _invisible, encode_source
+from transformer_viz.text.tokenizer import (BOS, DEFAULT_MAX_CHARS, EOS, PAD, UNK, InputError,
+                                            _invisible, encode_source)
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,8 @@ class Case:
     id: str
     text: str
     empty: bool = False  # expected: a message, no model run
-    special: bool = False  # typed special-token strings: no ID below 4 may appear except the final </s>
+    # typed special-token strings: no ID below 4 may appear except the final </s>
+    special: bool = False
     app: bool = True  # a browser cannot send it (lone surrogates are not UTF-8)
 
 
@@ -155,8 +157,10 @@ def test_cli_trace(case, checkpoint_dir, tiny_checkpoint, capsys):
         assert code == 2 and out == ""
         assert err.startswith("error: Please type a sentence")
         return
-    encoded = encode_source(tiny_checkpoint.tokenizer, case.text, max_tokens=tiny_checkpoint.config.max_len)
-    if encoded.clean.truncated_chars or encoded.truncated_tokens:  # the app cuts it; the command line refuses it
+    encoded = encode_source(tiny_checkpoint.tokenizer, case.text,
+                            max_tokens=tiny_checkpoint.config.max_len)
+    # the app cuts it; the command line refuses it
+    if encoded.clean.truncated_chars or encoded.truncated_tokens:
         assert code == 2 and out == ""
         assert err.startswith("error: the sentence is too long") and err.count("\n") == 1, err
         return
@@ -170,7 +174,8 @@ def test_cli_trace(case, checkpoint_dir, tiny_checkpoint, capsys):
 
 
 def test_cli_translate_stdin_all_cases(checkpoint_dir, monkeypatch, capsys):
-    """Every case as one line of standard input: exactly one output line each, empty ones stay empty."""
+    """Every case as one line of standard input: exactly one output line each, empty ones stay
+    empty."""
     lines = [c.text.replace("\n", " ").replace("\r", " ").replace("\u2028", " ") for c in CASES]
     data = ("\n".join(lines) + "\n").encode("utf-8", errors="surrogatepass")
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
@@ -220,8 +225,8 @@ _RAW_TAG = re.compile(r"(?<!\\)<\s*(script|img)", re.IGNORECASE)
 
 @pytest.fixture()
 def open_overview(make_app):
-    """open_overview(text) -> a fresh session on the Overview, the text given in the URL (?s=…) as a shared
-    link gives it: what a first run makes of it."""
+    """open_overview(text) -> a fresh session on the Overview, the text given in the URL (?s=…) as a
+    shared link gives it: what a first run makes of it."""
     return lambda text: rerun(make_app(text))
 
 
@@ -238,7 +243,8 @@ def test_app_overview(case, open_overview, tiny_checkpoint):
     assert not any("Please type a sentence" in w for w in warnings)
     expected = shown_source(tiny_checkpoint, case.text[:DEFAULT_MAX_CHARS])
     assert expected in texts  # the source, shown as plain text
-    if case.id in ("script-tag", "img-onerror", "markdown", "streamlit-directives", "html-entities"):
+    if case.id in ("script-tag", "img-onerror", "markdown", "streamlit-directives",
+                   "html-entities"):
         assert case.text in texts
     for el in _elements(at):
         body = getattr(el.proto, "body", "")
@@ -275,7 +281,8 @@ def test_random_unicode(tiny_checkpoint, text):
         return
     check_source_ids(run.src_ids, cfg.max_len, special=False)
     assert run.trace["src.token_ids"].shape == (1, len(run.src_ids))
-    assert run.trace["encoder.0.self_attn.weights"].shape == (1, cfg.h, len(run.src_ids), len(run.src_ids))
+    assert (run.trace["encoder.0.self_attn.weights"].shape
+            == (1, cfg.h, len(run.src_ids), len(run.src_ids)))
     T = len(run.tgt_ids)
     assert run.trace["logits"].shape == (1, T, cfg.vocab_size) and T <= cfg.max_len
     assert run.trace["decoder.0.cross_attn.weights"].shape == (1, cfg.h, T, len(run.src_ids))

@@ -18,12 +18,14 @@ from transformer_viz.plots.payload import browser_figure
 
 
 def _plain(value):
-    """A figure's JSON with every array as a float numpy array ({bdata} or a list of numbers), for comparing."""
+    """A figure's JSON with every array as a float numpy array ({bdata} or a list of numbers), for
+    comparing."""
     if isinstance(value, dict) and "bdata" in value:
         return array(value)
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list) and value and all(v is None or isinstance(v, (int, float)) and not isinstance(v, bool)
+    if isinstance(value, list) and value and all(v is None or isinstance(v, (int, float))
+                                                 and not isinstance(v, bool)
                                                  for v in value):
         return array(value)
     if isinstance(value, list):
@@ -85,10 +87,11 @@ def test_tensors_by_their_documented_names(run):
 
 
 def test_figures_by_name_and_plain_errors(run, tmp_path, checkpoint_dir):
-    assert set(tv.FIGURES) == {"attention", "heads", "positional", "embeddings", "shapes", "decoding_step",
-                               "beam_tree"}
-    assert run.figure("attention", layer=0, head=1, kind="cross").data[-1].z.shape == (len(run.tgt_tokens),
-                                                                                       len(run.src_tokens))
+    assert set(tv.FIGURES) == {"attention", "heads", "positional", "embeddings", "shapes",
+                               "decoding_step", "beam_tree"}
+    assert (run.figure("attention", layer=0, head=1, kind="cross").data[-1].z.shape
+            == (len(run.tgt_tokens),
+                len(run.src_tokens)))
     for bad, message in ((lambda: run.figure("nope"), "no figure"),
                          (lambda: run.figure("attention", kind="x"), "kinds"),
                          (lambda: run.figure("attention", layer=99), "does not exist"),
@@ -100,7 +103,8 @@ def test_figures_by_name_and_plain_errors(run, tmp_path, checkpoint_dir):
     for other in ("rnn-de-en", "vit-tiny"):  # the figures are the Transformer's
         with pytest.raises(CheckpointError, match="not an encoder–decoder Transformer"):
             tv.load(checkpoint_dir.parent / other)
-    beam_run = run.model.run(SENTENCE, beam=3)  # its own beam tree is the one a greedy run draws for K = 3
+    # its own beam tree is the one a greedy run draws for K = 3
+    beam_run = run.model.run(SENTENCE, beam=3)
     own = beam_run.figure("beam_tree", beam=3)
     assert_same_data(json.loads(browser_figure(own).to_json()), run.figure("beam_tree", beam=3))
     with pytest.raises(ValueError, match="beam=1"):

@@ -1,5 +1,5 @@
-"""The Attention, step by step page through AppTest, on the tiny checkpoint: every kind of attention,
-the worked score against the trace, the masked cells."""
+"""The Attention, step by step page through AppTest, on the tiny checkpoint: every kind of
+attention, the worked score against the trace, the masked cells."""
 
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ def test_attention_page_every_kind(open_app, every_step):
     assert len(ranges) == 1
     first = every_step(at, "attention_step")
     expected = {"attention-q", "attention-k", "attention-v", "attention-scores", "attention-mask",
-                "attention-masked-scores", "attention-weights", "attention-heads", "attention-worked",
-                "attention-lookup", "attention-lookup-result"}
+                "attention-masked-scores", "attention-weights", "attention-heads",
+                "attention-worked", "attention-lookup", "attention-lookup-result"}
     assert set(first) == expected
     kinds = at.radio[0].options
     assert len(kinds) == 3
@@ -46,18 +46,22 @@ def test_attention_page_every_kind(open_app, every_step):
         grey_cells[kind] = 0 if len(masked) == 1 else int((~np.isnan(array(masked[0]["z"]))).sum())
         weight_traces = json.loads(found["attention-weights"])["data"]
         weights = array(weight_traces[-1]["z"])
-        np.testing.assert_allclose(np.nansum(weights, axis=1), 1.0, atol=1e-5)  # masked cells hold no colour
+        # masked cells hold no colour
+        np.testing.assert_allclose(np.nansum(weights, axis=1), 1.0, atol=1e-5)
         # the weights grey exactly the cells the masked scores grey
-        grey_weights = 0 if len(weight_traces) == 1 else int((~np.isnan(array(weight_traces[0]["z"]))).sum())
+        grey_weights = (0 if len(weight_traces) == 1
+                        else int((~np.isnan(array(weight_traces[0]["z"]))).sum()))
         assert grey_weights == grey_cells[kind] == int(np.isnan(weights).sum()), kind
     # Only the decoder's self-attention masks anything (the future), T(T−1)/2 cells.
-    T = len(json.loads(found["attention-q"])["data"][-1]["y"])  # the last kind shown: cross-attention, queries = T
+    # the last kind shown: cross-attention, queries = T
+    T = len(json.loads(found["attention-q"])["data"][-1]["y"])
     assert grey_cells["Decoder masked self-attention"] == T * (T - 1) // 2
     assert grey_cells["Encoder self-attention"] == 0 and grey_cells["Decoder cross-attention"] == 0
 
     # Cross-attention: T queries × S keys.
     weights = json.loads(found["attention-weights"])["data"][-1]
-    assert len(weights["y"]) == T and len(weights["x"]) == len(json.loads(found["attention-k"])["data"][-1]["y"])
+    assert (len(weights["y"]) == T
+            and len(weights["x"]) == len(json.loads(found["attention-k"])["data"][-1]["y"]))
 
     # Another query/key pair (the last step is open): the worked score follows.
     query = next(s for s in at.selectbox if s.label == "Query i")

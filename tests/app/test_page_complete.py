@@ -1,5 +1,6 @@
-"""The "Complete the sentence" page through AppTest, on the tiny random GPT that tests/conftest.py saves beside
-the tiny Transformer: every step, the completion equal to the library's, the settings in the URL."""
+"""The "Complete the sentence" page through AppTest, on the tiny random GPT that tests/conftest.py
+saves beside the tiny Transformer: every step, the completion equal to the library's, the settings
+in the URL."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ def expected(checkpoint_dir):
     return lambda prompt, settings: run_prompt(ckpt, prompt, settings)
 
 
-def test_every_step_draws_and_the_completion_is_the_librarys(make_app, every_step, open_step, expected):
+def test_every_step_draws_and_the_completion_is_the_librarys(make_app, every_step,
+                                                             open_step, expected):
     at = make_app()
     at.query_params.update({"prompt": "ein mann", "T": "0.8", "k": "5", "seed": "3", "n": "6"})
     at = open_page(at, PAGE)
@@ -32,7 +34,8 @@ def test_every_step_draws_and_the_completion_is_the_librarys(make_app, every_ste
     at = open_step(at, "complete_step", 0)
     shown = [t.value for t in at.text]  # show_user_text draws user text as plain text
     assert any(want.text in value for value in shown), (want.text, shown)
-    assert (at.query_params["T"], at.query_params["k"], at.query_params["seed"]) == ("0.8", "5", "3")
+    assert ((at.query_params["T"], at.query_params["k"], at.query_params["seed"])
+            == ("0.8", "5", "3"))
 
 
 def test_temperature_and_cut_figures_hold_the_steps_numbers(make_app, open_step, expected):
@@ -56,7 +59,8 @@ def test_temperature_and_cut_figures_hold_the_steps_numbers(make_app, open_step,
     assert any("Token 2 of" in m.value for m in at.markdown)
 
 
-def test_attention_step_shows_the_causal_mask_and_greedy_at_zero_temperature(make_app, open_step, expected):
+def test_attention_step_shows_the_causal_mask_and_greedy_at_zero_temperature(
+        make_app, open_step, expected):
     at = make_app()
     at.query_params.update({"prompt": "zwei kinder", "T": "0", "n": "4"})
     at = open_page(at, PAGE)
@@ -67,8 +71,8 @@ def test_attention_step_shows_the_causal_mask_and_greedy_at_zero_temperature(mak
     L = len(want.ids)
     assert weights.shape == (L, L)
     assert np.all(np.isnan(weights[np.triu_indices(L, 1)]))
-    np.testing.assert_allclose(np.nan_to_num(weights), want.trace["decoder.1.self_attn.weights"][0, 0].numpy(),
-                               atol=1e-6)
+    np.testing.assert_allclose(np.nan_to_num(weights),
+                               want.trace["decoder.1.self_attn.weights"][0, 0].numpy(), atol=1e-6)
     at = open_step(at, "complete_step", 0)
     assert any("greedy (T = 0)" in c.value for c in at.caption)
 

@@ -1,6 +1,6 @@
-"""The "Complete the sentence" page on the shipped models, with the sidebar on German→English: the lecture's
-English prompt opens the English model, and a prompt in the other language than the chosen model's is said
-to be so, as the translation pages say it."""
+"""The "Complete the sentence" page on the shipped models, with the sidebar on German→English: the
+lecture's English prompt opens the English model, and a prompt in the other language than the chosen
+model's is said to be so, as the translation pages say it."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ def warnings(at) -> list[str]:
     return [w.value for w in at.warning]
 
 
-def test_the_english_prompt_opens_the_english_model_although_the_sidebar_translates_german(shipped_app):
+def test_the_english_prompt_opens_the_english_model_although_the_sidebar_translates_german(
+        shipped_app):
     at = shipped_app({"prompt": "Where there is a will, there"})
     assert at.selectbox(key="complete_model").value == "gpt-en"
     assert not any("looks like" in w for w in warnings(at)), warnings(at)

@@ -1,4 +1,5 @@
-"""The Decoding page through AppTest: greedy decoding step by step (Next/Previous) and the beam tree."""
+"""The Decoding page through AppTest: greedy decoding step by step (Next/Previous) and the beam
+tree."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def test_decoding_next_and_previous(open_app, tiny_checkpoint, open_step):
     first_topk = chart(at, "decoding-topk")["data"]
     assert allowed_cells(at).shape == (1, 1)
     assert any("a single cell, <s> attending to itself" in c.value for c in at.caption)
-    assert chart(at, "decoding-topk")["data"][0]["cliponaxis"] is False  # the top bar's label is not cut
+    # the top bar's label is not cut
+    assert chart(at, "decoding-topk")["data"][0]["cliponaxis"] is False
     at.button(key="decoding_next").click()
     rerun(at)
     assert step_text(at) == f"**Step 2 of {n}**"
@@ -44,12 +46,14 @@ def test_decoding_next_and_previous(open_app, tiny_checkpoint, open_step):
     # beam search: a tree with K beams per step, and another width gives another tree
     tree = chart(open_step(at, "decoding_step", 1), "decoding-beam-tree")
     assert max(tree["layout"]["yaxis"]["range"]) == pytest.approx(3 - 0.5)
-    # α is stated, the checkpoint's own, and the text says the penalty ranks only the finished hypotheses
+    # α is stated, the checkpoint's own, and the text says the penalty ranks only the finished
+    # hypotheses
     alpha = tiny_checkpoint.generation.length_penalty
     beam_text = next(m.value for m in at.markdown if "no length normalisation" in m.value)
     assert f"**α = {alpha:g}**" in beam_text and "Only the final choice" in beam_text
     at.slider(key="decoding_beam").set_value(2)
-    assert chart(rerun(at), "decoding-beam-tree")["layout"]["yaxis"]["range"][0] == pytest.approx(2 - 0.5)
+    assert (chart(rerun(at), "decoding-beam-tree")["layout"]["yaxis"]["range"][0]
+            == pytest.approx(2 - 0.5))
     # a different sentence: its own step counter and its own figures
     open_step(at, "decoding_step", 0)
     at.button(key="decoding_next").click()
@@ -58,18 +62,20 @@ def test_decoding_next_and_previous(open_app, tiny_checkpoint, open_step):
     assert chart(at, "decoding-topk")["data"] != first_topk
 
 
-def test_beam_equal_to_greedy_shows_a_neutral_same_not_a_red_minus_zero(open_app, open_step, monkeypatch):
+def test_beam_equal_to_greedy_shows_a_neutral_same_not_a_red_minus_zero(open_app, open_step,
+                                                                        monkeypatch):
     from transformer_viz.app import loaders as webapp
 
     at = open_step(open_app("transformer_viz/app/pages/decoding.py"), "decoding_step", 1)
     greedy, beam = at.metric[0], at.metric[1]
-    # The page rounds the true difference; the two values shown are each rounded, so their difference
-    # may be off by up to 1e-4 from it (how far depends on the machine's last float bits).
+    # The page rounds the true difference; the two values shown are each rounded, so their
+    # difference may be off by up to 1e-4 from it (how far depends on the machine's last float
+    # bits).
     difference = float(beam.value) - float(greedy.value)
     shown = 0.0 if beam.delta == "same" else float(beam.delta)
     assert abs(shown - difference) < 1.5e-4 and beam.delta not in ("+0.0000", "-0.0000")
-    # a beam whose score is greedy's less 3e-6 (as when both find the same translation and the sums differ
-    # in the last float bits): before, "-0.0000" in red; now a neutral "same"
+    # a beam whose score is greedy's less 3e-6 (as when both find the same translation and the sums
+    # differ in the last float bits): before, "-0.0000" in red; now a neutral "same"
     from dataclasses import replace
 
     get_run = webapp.get_run
@@ -88,7 +94,8 @@ def test_beam_equal_to_greedy_shows_a_neutral_same_not_a_red_minus_zero(open_app
     assert at.metric[1].proto.direction == at.metric[1].proto.NONE  # and no arrow
 
 
-def test_forcing_another_word_decodes_the_rest_greedily_and_the_link_keeps_it(open_app, make_app, tiny_checkpoint):
+def test_forcing_another_word_decodes_the_rest_greedily_and_the_link_keeps_it(
+        open_app, make_app, tiny_checkpoint):
     from transformer_viz.app.sections import format_forced
 
     at = open_app("transformer_viz/app/pages/decoding.py")
@@ -102,8 +109,10 @@ def test_forcing_another_word_decodes_the_rest_greedily_and_the_link_keeps_it(op
     other = run_sentence(tiny_checkpoint, SENTENCE, forced_prefix=list(forced), trace=False)
     assert other.translation in [t.value for t in at.text]
     bars = chart(at, "decoding_what_if-forced")["data"]
-    np.testing.assert_allclose(array(bars[1]["y"])[0], run.decoding.steps[0].top_probs[0][2], atol=1e-6)
-    np.testing.assert_allclose(array(bars[0]["y"]), [s.chosen_prob[0] for s in run.decoding.steps], atol=1e-6)
+    np.testing.assert_allclose(array(bars[1]["y"])[0],
+                               run.decoding.steps[0].top_probs[0][2], atol=1e-6)
+    np.testing.assert_allclose(array(bars[0]["y"]),
+                               [s.chosen_prob[0] for s in run.decoding.steps], atol=1e-6)
     # a new session from the link, straight onto the page
     link = make_app()
     for k in ("s", "ckpt", "force"):
@@ -115,7 +124,8 @@ def test_forcing_another_word_decodes_the_rest_greedily_and_the_link_keeps_it(op
     assert "force" not in link.query_params
 
 
-def test_the_key_value_cache_step_shows_the_cache_decoding_used(open_app, tiny_checkpoint, open_step):
+def test_the_key_value_cache_step_shows_the_cache_decoding_used(open_app,
+                                                                tiny_checkpoint, open_step):
     from transformer_viz.generation.kv_cache import multiply_adds, record_cache
 
     at = open_step(open_app("transformer_viz/app/pages/decoding.py"), "decoding_step", 2)
@@ -123,8 +133,10 @@ def test_the_key_value_cache_step_shows_the_cache_decoding_used(open_app, tiny_c
     record = record_cache(tiny_checkpoint.model, run.src_ids, run.tgt_ids)
     T = len(run.tgt_ids)
     assert step_text(at) == f"**Step 1 of {T}**"
-    keys = z_of(traces(chart(at, "kv-cache-self"), "key")[0])  # (T, d_k): later rows not computed yet
-    np.testing.assert_allclose(keys[0], record.self_k[0, 0, 0], atol=1e-6)  # layer 0, head 0, position 0
+    # (T, d_k): later rows not computed yet
+    keys = z_of(traces(chart(at, "kv-cache-self"), "key")[0])
+    # layer 0, head 0, position 0
+    np.testing.assert_allclose(keys[0], record.self_k[0, 0, 0], atol=1e-6)
     assert np.isnan(keys[1:]).all()
     assert traces(chart(at, "kv-cache-self"), "masked")  # drawn grey, "not computed yet"
     cross = z_of(traces(chart(at, "kv-cache-cross"), "key")[0])
@@ -136,4 +148,5 @@ def test_the_key_value_cache_step_shows_the_cache_decoding_used(open_app, tiny_c
     lines = chart(at, "kv-cache-multiply-adds")["data"]
     np.testing.assert_array_equal(array(lines[0]["y"]), counts.without_cache)
     np.testing.assert_array_equal(array(lines[1]["y"]), counts.with_cache)
-    assert any(f"{counts.with_cache[1]:,} multiply–adds with the cache" in c.value for c in at.caption)
+    assert any(f"{counts.with_cache[1]:,} multiply–adds with the cache" in c.value
+               for c in at.caption)

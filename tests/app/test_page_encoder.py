@@ -1,4 +1,5 @@
-"""The Encoder page through AppTest: the heads, Add & Norm and the feed-forward of the traced run."""
+"""The Encoder page through AppTest: the heads, Add & Norm and the feed-forward of the traced
+run."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ def heatmaps(figure: dict) -> list[dict]:
 def test_encoder_page(open_app, tiny_checkpoint, every_step, open_step):
     at = open_app("transformer_viz/app/pages/encoder.py")
     assert at.title[0].value == "Encoder"
-    assert set(every_step(at, "encoder_step")) == {"encoder-head-grid", "encoder-head", "encoder-layernorm",
-                                                   "encoder-gamma-beta", "encoder-ffn-hidden", "encoder-ffn-zeros"}
+    assert set(every_step(at, "encoder_step")) == {"encoder-head-grid", "encoder-head",
+                                                   "encoder-layernorm", "encoder-gamma-beta",
+                                                   "encoder-ffn-hidden", "encoder-ffn-zeros"}
     assert len(at.get("latex")) >= 2
     cfg = tiny_checkpoint.config
     run = run_sentence(tiny_checkpoint, SENTENCE)
@@ -35,13 +37,15 @@ def test_encoder_page(open_app, tiny_checkpoint, every_step, open_step):
     # norm1 vs norm2 really switches the data
     before = chart(open_step(at, "encoder_step", 1), "encoder-layernorm")
     # the tiny model is Post-LN, like the paper: named, and Pre-LN named as the usual alternative
-    assert any("**Post-LN**, the paper's choice" in m.value and "**Pre-LN**" in m.value for m in at.markdown)
+    assert any("**Post-LN**, the paper's choice" in m.value and "**Pre-LN**" in m.value
+               for m in at.markdown)
     at.radio(key="encoder_norm").set_value("norm2")
     assert chart(rerun(at), "encoder-layernorm")["data"] != before["data"]
     # layer 1 in the sidebar gives that layer's heads
     open_step(at, "encoder_step", 0)
     at.selectbox(key="layer").set_value(1)
     heads = heatmaps(chart(rerun(at), "encoder-head-grid"))
-    np.testing.assert_allclose(z_of(heads[0]), run.trace["encoder.1.self_attn.weights"][0, 0].numpy(), atol=1e-6)
+    np.testing.assert_allclose(z_of(heads[0]),
+                               run.trace["encoder.1.self_attn.weights"][0, 0].numpy(), atol=1e-6)
     grid_before = chart(at, "encoder-head-grid")["data"]
     assert chart(change_sentence(at, OTHER_SENTENCE), "encoder-head-grid")["data"] != grid_before

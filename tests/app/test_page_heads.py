@@ -1,5 +1,5 @@
-"""The page "What does a head do?" through AppTest: every step, with the numbers of interpret/explain.py, and heads
-switched off from the URL."""
+"""The page "What does a head do?" through AppTest: every step, with the numbers of
+interpret/explain.py, and heads switched off from the URL."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ def test_every_step_shows_the_librarys_numbers(open_app, every_step, tiny_checkp
     at = open_app(PAGE)
     assert at.title[0].value == "What does a head do?"
     found = every_step(at, "heads_step")
-    assert {"heads-token-probs", "heads-drops", "heads-lens", "heads-ig", "heads-gxi", "heads-cross-head",
-            "heads-cross-mean"} <= set(found)
+    assert {"heads-token-probs", "heads-drops", "heads-lens", "heads-ig", "heads-gxi",
+            "heads-cross-head", "heads-cross-mean"} <= set(found)
     run = run_sentence(tiny_checkpoint, SENTENCE)
     model = tiny_checkpoint.model
     numbers = X.heads_run(model, run.src_ids, run.tgt_ids)
@@ -70,7 +70,8 @@ def test_heads_off_come_from_the_url_and_change_the_translation(make_app, tiny_c
 def test_the_coreference_step_offers_the_lecture_sentences(open_app, open_step):
     at = open_step(open_app(PAGE), "heads_step", 3)
     presets = [b for b in at.button if b.key.startswith("heads_preset_")]
-    assert [b.label for b in presets] == list(X.COREFERENCE["de"])  # the tiny checkpoint translates de→en
+    # the tiny checkpoint translates de→en
+    assert [b.label for b in presets] == list(X.COREFERENCE["de"])
     presets[2].click()
     rerun(at)
     assert at.text_area(key="sentence").value == list(X.COREFERENCE["de"])[2]

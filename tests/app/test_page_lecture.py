@@ -1,6 +1,7 @@
-"""The Lecture page through AppTest: every step renders with its main figure, Next/Previous move by one and
-stop at the ends, ?step=N opens step N (a bad step opens step 1), the projector mode and the forced prefix
-travel in the link, the presets, the speaker notes and the link to each step's full page."""
+"""The Lecture page through AppTest: every step renders with its main figure, Next/Previous move by
+one and stop at the ends, ?step=N opens step N (a bad step opens step 1), the projector mode and the
+forced prefix travel in the link, the presets, the speaker notes and the link to each step's full
+page."""
 
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ def test_every_step_renders_its_main_figure_and_next_stops_at_the_end(make_app):
         if n < N:
             at.button(key="lecture_next").click()
             rerun(at)
-    assert shown_step(at) == N and at.button(key="lecture_next").disabled  # it stops at the last step
+    # it stops at the last step
+    assert shown_step(at) == N and at.button(key="lecture_next").disabled
     at.button(key="lecture_prev").click()
     assert shown_step(rerun(at)) == N - 1
 
@@ -89,7 +91,8 @@ def test_a_link_opens_its_step_with_the_sentence_layer_head_and_projector_mode(m
         main_figure(at, lecture.STEPS[cross - 1])["layout"]["height"] != lecture.PROJECTOR_HEIGHT
 
 
-def test_each_step_links_to_its_page_with_the_same_sentence_layer_and_head_or_says_it_has_none(make_app):
+def test_each_step_links_to_its_page_with_the_same_sentence_layer_and_head_or_says_it_has_none(
+        make_app):
     pages = {p.url_path: p for p in PAGES}
     at = open_lecture(make_app, layer="1", head="3")
     for n, step in enumerate(lecture.STEPS, start=1):
@@ -98,7 +101,8 @@ def test_each_step_links_to_its_page_with_the_same_sentence_layer_and_head_or_sa
         links = at.get("page_link")
         if step.page in pages:
             assert len(links) == 1 and pages[step.page].title in links[0].proto.label
-            assert "layer=1" in links[0].proto.query_string and "head=3" in links[0].proto.query_string
+            assert ("layer=1" in links[0].proto.query_string
+                    and "head=3" in links[0].proto.query_string)
         else:
             assert not links and any("no page of its own" in c.value for c in at.caption), step.id
 
@@ -109,7 +113,8 @@ def test_speaker_notes_are_collapsed_and_state_the_misconceptions(make_app):
     notes = next(e for e in at.expander if e.label == "Speaker notes")
     assert not notes.proto.expanded
     text = " ".join(m.value for m in notes.markdown)
-    assert "Q comes from the decoder, K and V from the encoder" in text and "(B, h, T_target, S_source)" in text
+    assert ("Q comes from the decoder, K and V from the encoder" in text
+            and "(B, h, T_target, S_source)" in text)
 
 
 def test_the_inference_step_forces_a_candidate_and_the_link_keeps_it(make_app, tiny_checkpoint):
@@ -124,7 +129,8 @@ def test_the_inference_step_forces_a_candidate_and_the_link_keeps_it(make_app, t
     rerun(at)
     forced = tuple(run.tgt_ids[1:2]) + (run.decoding.steps[1].top_ids[0][1],)
     assert at.query_params["force"] == format_forced(forced)
-    expected = run_sentence(tiny_checkpoint, SENTENCE, forced_prefix=list(forced), trace=False).translation
+    expected = run_sentence(tiny_checkpoint, SENTENCE, forced_prefix=list(forced),
+                            trace=False).translation
     assert expected in [t.value for t in at.text]
     bars = json.loads(charts(at)["lecture_what_if-forced"])["data"]
     assert [b["name"] for b in bars] == ["original", "forced"]
@@ -146,7 +152,8 @@ def test_a_preset_sets_the_sentence_and_direction_and_the_verdict_is_shown(make_
     at = open_lecture(make_app)
     options = at.selectbox(key="lecture_preset").options
     assert any("Komm her bitte." in o for o in options)
-    assert not any("Where there is a will" in o for o in options)  # no en→de model in the test: not offered
+    # no en→de model in the test: not offered
+    assert not any("Where there is a will" in o for o in options)
     preset = next(p for p in lecture.PRESETS if p.sentence == "Komm her bitte.")
     at.selectbox(key="lecture_preset").set_value(preset)
     rerun(at)

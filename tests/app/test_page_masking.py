@@ -1,5 +1,5 @@
-"""The Masking lab through AppTest: the decoder with and without the causal mask, and a padded batch whose
-real tokens compute what they would alone."""
+"""The Masking lab through AppTest: the decoder with and without the causal mask, and a padded batch
+whose real tokens compute what they would alone."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ def check_statement_matches_table(at) -> None:
     before, after = table["p(expected), mask"].mean(), table["p(expected), no mask"].mean()
     changed = int((table["argmax (mask)"] != table["argmax (no mask)"]).sum())
     statement = next(m.value for m in at.markdown if "trained with" in m.value)
-    found = re.search(r"(falls|rises) from ([0-9.]+) to ([0-9.]+)\*\*, and (\d+) of (\d+)", statement)
+    found = re.search(
+        r"(falls|rises) from ([0-9.]+) to ([0-9.]+)\*\*, and (\d+) of (\d+)", statement)
     assert found, statement
     assert found[1] == ("falls" if after < before else "rises")
     # The page rounds its own float32 means; the table's means may differ in the last bits (another
@@ -37,12 +38,14 @@ def test_masking_lab(open_app, open_step):
     # the same cells are grey in the weights panel and in the "with the causal mask" map
     on_grey = ~np.isnan(z_of(traces(on, "masked scores masked")[0]))
     assert np.array_equal(~np.isnan(z_of(traces(on, "weights masked")[0])), on_grey)
-    assert np.array_equal(~np.isnan(z_of(traces(chart(at, "masking-weights-causal"), "masked")[0])), on_grey)
+    assert np.array_equal(~np.isnan(z_of(traces(chart(at, "masking-weights-causal"),
+                                                "masked")[0])), on_grey)
     at.toggle(key="masking_causal").set_value(False)
     off = chart(rerun(at), "masking-selected")
     assert off["data"] != on["data"]
     assert not traces(off, "masked scores masked")  # nothing masked any more
-    assert np.triu(z_of(traces(off, "weights")[0]), k=1).sum() > 0  # attention reaches into the future
+    # attention reaches into the future
+    assert np.triu(z_of(traces(off, "weights")[0]), k=1).sum() > 0
     check_statement_matches_table(at)
     check_statement_matches_table(change_sentence(at, OTHER_SENTENCE))  # a second sentence
     change_sentence(at, SENTENCE)
@@ -63,11 +66,14 @@ def test_masking_lab(open_app, open_step):
         padded_rows += 1  # one padded row is enough to check; the others only cost time
         weights = z_of(traces(encoder, "weights")[0])
         pad_columns = ~np.isnan(z_of(grey[0]))[0]
-        # the weights panel greys the same <pad> columns (weight exactly 0) rather than colouring them
+        # the weights panel greys the same <pad> columns (weight exactly 0) rather than colouring
+        # them
         assert pad_columns.any() and np.all(np.isnan(weights[:, pad_columns]))
-        assert np.array_equal(~np.isnan(z_of(traces(encoder, "weights masked")[0])), ~np.isnan(z_of(grey[0])))
+        assert np.array_equal(~np.isnan(z_of(traces(encoder, "weights masked")[0])),
+                              ~np.isnan(z_of(grey[0])))
         cross_grey = traces(chart(at, "masking-batch-cross"), "masked")[0]
-        assert np.all(~np.isnan(z_of(cross_grey))[:, pad_columns]) and np.all(np.isnan(z_of(cross_grey))[:, ~pad_columns])
+        assert (np.all(~np.isnan(z_of(cross_grey))[:, pad_columns])
+                and np.all(np.isnan(z_of(cross_grey))[:, ~pad_columns]))
         # grey exactly on the <pad> columns, in every row
         assert np.array_equal(~np.isnan(z_of(grey[0])), np.broadcast_to(pad_columns, weights.shape))
         break

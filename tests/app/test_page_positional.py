@@ -13,8 +13,9 @@ def test_positional_page(open_app, every_step, open_step):
     at = open_app("transformer_viz/app/pages/positional.py")
     assert at.title[0].value == "Positional encoding"
     first = every_step(at, "positional_step")
-    assert set(first) == {"positional-matrix", "positional-curves", "positional-similarity", "positional-sum",
-                          "positional-norms", "positional-order", "positional-wavelengths"}
+    assert set(first) == {"positional-matrix", "positional-curves", "positional-similarity",
+                          "positional-sum", "positional-norms", "positional-order",
+                          "positional-wavelengths"}
     assert r"10000^{2i/32}" in latex(at)
 
     # Same words reversed (the last step, left open): identical embedding rows, different inputs for
@@ -30,14 +31,16 @@ def test_positional_page(open_app, every_step, open_step):
 
     # The base slider changes the PE matrix (and says the model keeps its own base).
     matrix_10000 = charts(open_step(at, "positional_step", 0))["positional-matrix"]
-    # the default view groups the sin and the cos columns side by side (no moiré); 16 of d_model = 32 each
+    # the default view groups the sin and the cos columns side by side (no moiré); 16 of d_model =
+    # 32 each
     grouped = json.loads(matrix_10000)["data"]
     assert [t["name"] for t in grouped] == ["sin (dimension 2i)", "cos (dimension 2i+1)"]
     assert [len(t["x"]) for t in grouped] == [16, 16]
     at.select_slider[0].set_value(100)
     rerun(at)
     assert charts(at)["positional-matrix"] != matrix_10000
-    assert r"100^{2i/32}" in latex(open_step(at, "positional_step", 2))  # the similarity formula follows
+    # the similarity formula follows
+    assert r"100^{2i/32}" in latex(open_step(at, "positional_step", 2))
     assert any("10000" in i.value for i in at.info)
 
     after = every_step(change_sentence(at, OTHER_SENTENCE), "positional_step")

@@ -1,5 +1,5 @@
-"""The "Before the Transformer: RNNs" page through AppTest, on tiny recurrent checkpoints and the tiny
-Transformer, all built in a temporary directory (no data)."""
+"""The "Before the Transformer: RNNs" page through AppTest, on tiny recurrent checkpoints and the
+tiny Transformer, all built in a temporary directory (no data)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,18 @@ import numpy as np
 import pytest
 import torch
 
-from tests.support.apptest import OTHER_SENTENCE, SENTENCE, change_sentence, chart, charts, open_page
+from tests.support.apptest import (OTHER_SENTENCE, SENTENCE, change_sentence, chart, charts,
+                                   open_page)
 from tests.support.figures import array, z_of
 from transformer_viz.checkpoints import load_checkpoint, save_checkpoint
 from transformer_viz.engine import run_sentence
 from transformer_viz.models.rnn.config import preset
 from transformer_viz.models.rnn.model import RNNSeq2Seq
 
-STEP_CHARTS = [{"rnn-encoder-states", "rnn-context"}, {"rnn-unrolled", "rnn-attn-unrolled", "rnn-decoder-states"},
-               {"rnn-alignment", "rnn-transformer-cross"}, {"rnn-steps", "rnn-timing"}, {"rnn-bleu-by-length"}]
+STEP_CHARTS = [{"rnn-encoder-states", "rnn-context"},
+               {"rnn-unrolled", "rnn-attn-unrolled", "rnn-decoder-states"},
+               {"rnn-alignment", "rnn-transformer-cross"}, {"rnn-steps", "rnn-timing"},
+               {"rnn-bleu-by-length"}]
 
 
 def buckets(values: list[float]) -> dict:
@@ -30,17 +33,20 @@ def buckets(values: list[float]) -> dict:
 
 @pytest.fixture(scope="module")
 def rnn_root(tmp_path_factory, checkpoint_dir, tokenizer):
-    """A checkpoint root: the tiny Transformer (de→en) and two tiny RNNs, without and with attention."""
+    """A checkpoint root: the tiny Transformer (de→en) and two tiny RNNs, without and with
+    attention."""
     root = tmp_path_factory.mktemp("rnn-root")
-    # Names of their own: the app caches checkpoints and metadata by name, and the other tests' "tiny",
-    # "rnn-de-en" and "rnn-attn-de-en" have no BLEU by length.
+    # Names of their own: the app caches checkpoints and metadata by name, and the other tests'
+    # "tiny", "rnn-de-en" and "rnn-attn-de-en" have no BLEU by length.
     shutil.copytree(checkpoint_dir, root / "tiny-buckets")
     for name, attention, seed, values in (("rnn-b-de-en", False, 5, [20.0, 15.0, 10.0, 8.0, 5.0]),
-                                          ("rnn-attn-b-de-en", True, 6, [25.0, 24.0, 23.0, 22.0, 21.0])):
+                                          ("rnn-attn-b-de-en", True, 6,
+                                           [25.0, 24.0, 23.0, 22.0, 21.0])):
         torch.manual_seed(seed)
         model = RNNSeq2Seq(preset("tiny", vocab_size=len(tokenizer), attention=attention)).eval()
-        save_checkpoint(root / name, model, tokenizer, {"name": name, "src_lang": "de", "tgt_lang": "en",
-                                                        "bleu_by_length": buckets(values)})
+        save_checkpoint(root / name, model, tokenizer,
+                        {"name": name, "src_lang": "de", "tgt_lang": "en",
+                         "bleu_by_length": buckets(values)})
     meta = json.loads((root / "tiny-buckets" / "metadata.json").read_text())
     meta["bleu_by_length"] = buckets([30.0, 31.0, 29.0, 30.0, 28.0])
     (root / "tiny-buckets" / "metadata.json").write_text(json.dumps(meta))
@@ -62,14 +68,16 @@ def test_rnn_page(rnn_app, rnn_root, every_step, open_step):
     assert at.title[0].value == "Before the Transformer: RNNs"
     assert set(every_step(at, "rnn_step")) == set().union(*STEP_CHARTS)
     # The sidebar offers the Transformer only: the recurrent checkpoints are the page's own.
-    assert at.selectbox(key="checkpoint").options == ["German → English"]  # one model: the tiny Transformer
+    # one model: the tiny Transformer
+    assert at.selectbox(key="checkpoint").options == ["German → English"]
     plain = run_sentence(load_checkpoint(rnn_root / "rnn-b-de-en"), SENTENCE)
     attn = run_sentence(load_checkpoint(rnn_root / "rnn-attn-b-de-en"), SENTENCE)
     shown = [t.value for t in at.text]  # the three translations, as plain text
     assert plain.translation in shown and attn.translation in shown
 
     at = open_step(at, "rnn_step", 0)
-    states = z_of([t for t in chart(at, "rnn-encoder-states")["data"] if t["type"] == "heatmap"][-1])
+    states = z_of([t for t in chart(at, "rnn-encoder-states")["data"]
+                   if t["type"] == "heatmap"][-1])
     np.testing.assert_allclose(states, plain.trace["rnn.encoder.hidden"][0].numpy(), atol=1e-6)
     context = z_of(chart(at, "rnn-context")["data"][-1])[0]
     np.testing.assert_allclose(context, states[-1], atol=1e-6)  # c is the last encoder state
@@ -82,7 +90,8 @@ def test_rnn_page(rnn_app, rnn_root, every_step, open_step):
     at = open_step(at, "rnn_step", 3)
     steps = chart(at, "rnn-steps")
     S, T = len(plain.src_ids), len(plain.tgt_ids)
-    assert [list(array(t["y"])) for t in steps["data"]] == [[S, 2], [T, 2]]  # the tiny Transformer has N = 2
+    # the tiny Transformer has N = 2
+    assert [list(array(t["y"])) for t in steps["data"]] == [[S, 2], [T, 2]]
     timing = chart(at, "rnn-timing")
     assert [t["name"] for t in timing["data"]] == ["RNN", "RNN + attention", "Transformer"]
     for line in timing["data"]:  # the lengths below the tiny models' max_len of 64
@@ -104,10 +113,11 @@ def test_another_sentence_gives_other_data(rnn_app, open_step):
     assert "rnn-alignment" in charts(at)
 
 
-def test_a_recurrent_run_is_traced_only_for_the_steps_that_show_its_trace(rnn_app, open_step, monkeypatch):
-    # The teacher-forced pass costs about as much as decoding: the first step shows the plain model's encoder
-    # states only, so the attention model's run, and the Transformer's, are traced only once the Attention
-    # step is opened.
+def test_a_recurrent_run_is_traced_only_for_the_steps_that_show_its_trace(rnn_app, open_step,
+                                                                          monkeypatch):
+    # The teacher-forced pass costs about as much as decoding: the first step shows the plain
+    # model's encoder states only, so the attention model's run, and the Transformer's, are traced
+    # only once the Attention step is opened.
     from transformer_viz import engine
     from transformer_viz.app import loaders
 
@@ -115,10 +125,12 @@ def test_a_recurrent_run_is_traced_only_for_the_steps_that_show_its_trace(rnn_ap
     real = engine.retraced
     kind = {False: "plain", True: "attention"}
     monkeypatch.setattr(engine, "retraced", lambda ckpt, run, causal=True: traced.append(
-        kind[ckpt.model.attn is not None] if hasattr(ckpt.model, "attn") else "transformer") or real(ckpt, run, causal))
+        kind[ckpt.model.attn is not None] if hasattr(ckpt.model, "attn") else "transformer")
+        or real(ckpt, run, causal))
     for cached in (loaders.get_rnn_run, loaders.get_run, loaders.get_translation):
         cached.clear()
-    at = open_step(rnn_app(), "rnn_step", 3)  # opened on the first step, then steps and time: no trace shown
+    # opened on the first step, then steps and time: no trace shown
+    at = open_step(rnn_app(), "rnn_step", 3)
     assert traced == ["plain"]
     assert loaders.get_rnn_run("rnn-attn-b-de-en", SENTENCE).trace is None
     at = open_step(at, "rnn_step", 2)
@@ -134,19 +146,23 @@ def test_without_rnn_checkpoints_the_page_says_so(make_app, checkpoint_dir, monk
     assert any("recurrent de→en checkpoints" in w.value for w in at.warning)
 
 
-def test_english_to_german_runs_the_german_example(make_app, rnn_root, monkeypatch, tmp_path, open_step):
-    """The RNNs translate German → English only: with the sidebar on English → German the page says so and
-    runs "Komm her bitte." instead of the (English) sentence."""
+def test_english_to_german_runs_the_german_example(make_app, rnn_root, monkeypatch,
+                                                   tmp_path, open_step):
+    """The RNNs translate German → English only: with the sidebar on English → German the page says
+    so and runs "Komm her bitte." instead of the (English) sentence."""
     root = tmp_path / "root"
     shutil.copytree(rnn_root, root)
     shutil.copytree(rnn_root / "tiny-buckets", root / "tiny-en-de")
     meta = json.loads((root / "tiny-en-de" / "metadata.json").read_text())
-    (root / "tiny-en-de" / "metadata.json").write_text(json.dumps({**meta, "src_lang": "en", "tgt_lang": "de"}))
+    (root / "tiny-en-de" / "metadata.json").write_text(json.dumps({**meta, "src_lang": "en",
+                                                                   "tgt_lang": "de"}))
     monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(root))
     at = open_page(make_app("a man plays in the park ."), "transformer_viz/app/pages/rnn.py")
     at.sidebar.selectbox(key="checkpoint").set_value("tiny-en-de")
     at = open_step(at, "rnn_step", 0)
-    assert any("German → English only" in info.value and "Komm her bitte." in info.value for info in at.info)
+    assert any("German → English only" in info.value and "Komm her bitte." in info.value
+               for info in at.info)
     example = run_sentence(load_checkpoint(rnn_root / "rnn-b-de-en"), "Komm her bitte.")
-    states = z_of([t for t in chart(at, "rnn-encoder-states")["data"] if t["type"] == "heatmap"][-1])
+    states = z_of([t for t in chart(at, "rnn-encoder-states")["data"]
+                   if t["type"] == "heatmap"][-1])
     np.testing.assert_allclose(states, example.trace["rnn.encoder.hidden"][0].numpy(), atol=1e-6)

@@ -1,5 +1,5 @@
-"""The Shapes page through AppTest: every traced tensor's shape for the tiny checkpoint and the paper's
-base model."""
+"""The Shapes page through AppTest: every traced tensor's shape for the tiny checkpoint and the
+paper's base model."""
 
 from __future__ import annotations
 
@@ -22,9 +22,12 @@ def test_shapes_page(open_app, tokenizer):
     S_base = len(SENTENCE.split()) + 1  # the base model counts whitespace words, plus </s>
     assert rows.loc["encoder.0.self_attn.q", "paper base"] == f"(1, 8, {S_base}, 64)"
     assert rows.loc["encoder.5.ffn.hidden", "paper base"] == f"(1, {S_base}, 2048)"
-    assert "formula" not in table.columns  # beside the shapes they made the table wider than the page
-    formulas = at.table[0].value.set_index("name (layer i)")["formula"]  # once per kind of tensor, wrapped
-    assert len(formulas) == len(trace_names(1)) and formulas["decoder.i.cross_attn.k"].startswith("K = memory")
+    # beside the shapes they made the table wider than the page
+    assert "formula" not in table.columns
+    # once per kind of tensor, wrapped
+    formulas = at.table[0].value.set_index("name (layer i)")["formula"]
+    assert (len(formulas) == len(trace_names(1))
+            and formulas["decoder.i.cross_attn.k"].startswith("K = memory"))
     loaded = [c for c in table.columns if c.startswith("loaded")][0]
     assert rows.loc["encoder.5.ffn.hidden", loaded] == "—"  # the tiny model has 2 layers
     S = len(tokenizer(SENTENCE, add_special_tokens=False)["input_ids"]) + 1

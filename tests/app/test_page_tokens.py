@@ -6,7 +6,8 @@ import json
 
 import numpy as np
 
-from tests.support.apptest import OTHER_SENTENCE, SENTENCE, change_sentence, chart, charts, latex, rerun
+from tests.support.apptest import (OTHER_SENTENCE, SENTENCE, change_sentence, chart, charts, latex,
+                                   rerun)
 from tests.support.figures import array
 from transformer_viz.plots.common import safe_label
 
@@ -15,13 +16,17 @@ def test_tokens_page(open_app, tokenizer, every_step, open_step):
     at = open_app("transformer_viz/app/pages/tokens.py")
     assert at.title[0].value == "Tokens & embeddings"
     first = every_step(at, "tokens_step")
-    assert set(first) == {"tokens-padding", "tokens-embedding", "tokens-scaling", "tokens-cosine", "tokens-neighbours"}
+    assert (set(first)
+            == {"tokens-padding", "tokens-embedding", "tokens-scaling", "tokens-cosine",
+                "tokens-neighbours"})
     tex = latex(open_step(at, "tokens_step", 3))
     assert r"\sqrt{32}" in tex and "5.6569" in tex  # d_model of the tiny model, and √32
     table = open_step(at, "tokens_step", 0).dataframe[0].value
     ids = tokenizer(SENTENCE, add_special_tokens=False)["input_ids"] + [2]
     assert list(table["ID"]) == ids
-    assert list(table["token"]) == [t.replace("▁", "␣") for t in tokenizer.convert_ids_to_tokens(ids)]  # word starts as ␣
+    # word starts as ␣
+    assert (list(table["token"])
+            == [t.replace("▁", "␣") for t in tokenizer.convert_ids_to_tokens(ids)])
     S = len(ids)
 
     embedding = json.loads(first["tokens-embedding"])["data"][-1]
@@ -48,7 +53,8 @@ def test_tokens_page(open_app, tokenizer, every_step, open_step):
 
 
 def test_tokens_in_figures_are_escaped(open_app, every_step):
-    found = every_step(open_app("transformer_viz/app/pages/tokens.py", "ein <b>mann</b> & <script> ."), "tokens_step")
+    found = every_step(open_app("transformer_viz/app/pages/tokens.py",
+                                "ein <b>mann</b> & <script> ."), "tokens_step")
     for name in ("tokens-embedding", "tokens-cosine", "tokens-neighbours"):
         trace = json.loads(found[name])["data"][-1]
         labels = list(trace["y"]) + [t for row in trace.get("text") or [] for t in row]

@@ -1,5 +1,5 @@
-"""The "Beyond text: a Vision Transformer" page through AppTest, on the tiny randomly initialised ViT that
-tests/conftest.py saves beside the tiny Transformer (the digits ship with scikit-learn)."""
+"""The "Beyond text: a Vision Transformer" page through AppTest, on the tiny randomly initialised
+ViT that tests/conftest.py saves beside the tiny Transformer (the digits ship with scikit-learn)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from transformer_viz.models.vit.model import ViT
 from transformer_viz.plots.vit import attention_rollout
 from transformer_viz.vision.digits import load_split
 
-STEP_CHARTS = {"vit-image", "vit-patches", "vit-patch-embed", "vit-tokens", "vit-cls-head", "vit-cls-mean",
-               "vit-rollout", "vit-probs"}
+STEP_CHARTS = {"vit-image", "vit-patches", "vit-patch-embed", "vit-tokens", "vit-cls-head",
+               "vit-cls-mean", "vit-rollout", "vit-probs"}
 
 
 @pytest.fixture()
@@ -43,31 +43,37 @@ def test_vit_page(vit_app, every_step, open_step):
     at = vit_app()
     assert at.title[0].value == "Beyond text: a Vision Transformer"
     assert set(every_step(at, "vit_step")) == STEP_CHARTS
-    assert at.selectbox(key="checkpoint").options == ["German → English"]  # the ViT is not a sidebar model
+    # the ViT is not a sidebar model
+    assert at.selectbox(key="checkpoint").options == ["German → English"]
     assert any("12.5 %" in m.value for m in at.markdown)  # the model card's held-out accuracy
     image, trace = expected_trace(0)
 
     at = open_step(at, "vit_step", 0)
     np.testing.assert_allclose(z_of(chart(at, "vit-image")["data"][0]), image)
-    np.testing.assert_allclose(z_of(chart(at, "vit-tokens")["data"][0]), trace["vit.tokens"][0].numpy(), atol=1e-6)
+    np.testing.assert_allclose(z_of(chart(at, "vit-tokens")["data"][0]),
+                               trace["vit.tokens"][0].numpy(), atol=1e-6)
 
     at = open_step(at, "vit_step", 1)
-    weights = trace["encoder.1.self_attn.weights"][0].numpy()  # (h, 17, 17), the last layer is the default
+    # (h, 17, 17), the last layer is the default
+    weights = trace["encoder.1.self_attn.weights"][0].numpy()
     shown = z_of(chart(at, "vit-cls-head")["data"][1])  # (8, 8): the overlay
     np.testing.assert_allclose(shown[::2, ::2].ravel(), weights[0, 0, 1:], atol=1e-6)
     at.selectbox(key="vit_layer").set_value(0)
     at.selectbox(key="vit_head").set_value(1)
     at = rerun(at)
     shown = z_of(chart(at, "vit-cls-head")["data"][1])
-    np.testing.assert_allclose(shown[::2, ::2].ravel(), trace["encoder.0.self_attn.weights"][0, 1, 0, 1:], atol=1e-6)
+    np.testing.assert_allclose(shown[::2, ::2].ravel(),
+                               trace["encoder.0.self_attn.weights"][0, 1, 0, 1:], atol=1e-6)
 
     at = open_step(at, "vit_step", 2)
-    rollout = attention_rollout([trace[f"encoder.{i}.self_attn.weights"][0].numpy() for i in range(2)])
-    np.testing.assert_allclose(array(chart(at, "vit-rollout")["data"][1]["z"])[::2, ::2].ravel(), rollout[0, 1:],
-                               atol=1e-6)
+    rollout = attention_rollout([trace[f"encoder.{i}.self_attn.weights"][0].numpy()
+                                 for i in range(2)])
+    np.testing.assert_allclose(array(chart(at, "vit-rollout")["data"][1]["z"])[::2, ::2].ravel(),
+                               rollout[0, 1:], atol=1e-6)
 
     at = open_step(at, "vit_step", 3)
-    np.testing.assert_allclose(array(chart(at, "vit-probs")["data"][0]["y"]), trace["probs"][0].numpy(), atol=1e-6)
+    np.testing.assert_allclose(array(chart(at, "vit-probs")["data"][0]["y"]),
+                               trace["probs"][0].numpy(), atol=1e-6)
 
 
 def test_another_digit_and_occlusion_give_other_data(vit_app, open_step):

@@ -1,5 +1,6 @@
-"""app/url.py: the URL is written only where it changes, in one message, and step= goes with a page that has
-no steps. Each write of st.query_params is a message to the browser; here they are counted."""
+"""app/url.py: the URL is written only where it changes, in one message, and step= goes with a page
+that has no steps. Each write of st.query_params is a message to the browser; here they are
+counted."""
 
 from __future__ import annotations
 

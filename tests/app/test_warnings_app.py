@@ -1,6 +1,6 @@
 """The input warnings in the app (AppTest, on two tiny checkpoints, one per direction, with language
-statistics built from their synthetic training data): at the top of the page, in plain words; the swap
-of direction that keeps the text; carrying the translation over when the direction changes."""
+statistics built from their synthetic training data): at the top of the page, in plain words; the
+swap of direction that keeps the text; carrying the translation over when the direction changes."""
 
 from __future__ import annotations
 
@@ -19,17 +19,20 @@ ENGLISH_TEXT = "a dog runs in the park ."
 
 @pytest.fixture()
 def two_directions(checkpoint_dir, tokenizer, tmp_path_factory, monkeypatch):
-    """A checkpoint root with 'warn-de-en' and 'warn-en-de' (the same tiny weights, the card's direction
-    reversed), both with language_stats.json; names of their own, so no cache of another test answers."""
+    """A checkpoint root with 'warn-de-en' and 'warn-en-de' (the same tiny weights, the card's
+    direction reversed), both with language_stats.json; names of their own, so no cache of another
+    test answers."""
     root = tmp_path_factory.mktemp("directions")
     pairs = synthetic_pairs(300)
-    stats = build_language_stats({lang: tokenizer([p[i] for p in pairs], add_special_tokens=False)["input_ids"]
+    stats = build_language_stats({lang: tokenizer([p[i] for p in pairs],
+                                                  add_special_tokens=False)["input_ids"]
                                   for i, lang in enumerate(("de", "en"))})
     for src, tgt in (("de", "en"), ("en", "de")):
         path = root / f"warn-{src}-{tgt}"
         shutil.copytree(checkpoint_dir, path)
         metadata = json.loads((path / "metadata.json").read_text())
-        (path / "metadata.json").write_text(json.dumps({**metadata, "src_lang": src, "tgt_lang": tgt}))
+        (path / "metadata.json").write_text(json.dumps({**metadata, "src_lang": src,
+                                                        "tgt_lang": tgt}))
         save_language_stats(path, stats)
     return root
 
@@ -51,7 +54,8 @@ def main_elements(at) -> list:
 
     def walk(node):
         for child in getattr(node, "children", {}).values():
-            if getattr(child, "type", None) in ("flex_container", "vertical", "horizontal", "container") or \
+            if getattr(child, "type", None) in ("flex_container", "vertical", "horizontal",
+                                                "container") or \
                     not hasattr(child, "value"):
                 walk(child)
             else:
@@ -68,12 +72,14 @@ def test_english_in_the_german_model_is_flagged_at_the_top_and_swapped_keeping_t
     assert any("looks like English" in w and "German → English" in w for w in warnings), warnings
     # at the top: right under the title, before the page's introduction and its figure
     order = [(el.type, getattr(el, "value", "")) for el in main_elements(at)]
-    assert order[0][0] == "title" and order[1][0] == "warning" and "looks like English" in order[1][1]
+    assert (order[0][0] == "title" and order[1][0] == "warning"
+            and "looks like English" in order[1][1])
     swap = at.button(key="swap_direction")
     assert swap.label == "Translate it English → German instead"
     swap.click()
     rerun(at)
-    assert at.session_state["checkpoint"] == "warn-en-de" and at.session_state["sentence"] == ENGLISH_TEXT
+    assert (at.session_state["checkpoint"] == "warn-en-de"
+            and at.session_state["sentence"] == ENGLISH_TEXT)
     assert not any("looks like" in w.value for w in at.warning)
     assert at.text_area(key="sentence").label == "Sentence (English)"
 
@@ -89,7 +95,8 @@ def test_a_change_of_direction_offers_the_translation_as_the_new_source(app_on, 
     assert translation in [t.value for t in at.sidebar.text]
     carry.click()
     rerun(at)
-    assert at.session_state["sentence"] == translation and at.session_state["checkpoint"] == "warn-en-de"
+    assert (at.session_state["sentence"] == translation
+            and at.session_state["checkpoint"] == "warn-en-de")
     assert not [b for b in at.button if b.key == "carry_translation"]  # offered once
 
 

@@ -1,5 +1,5 @@
-"""The Streamlit glue (transformer_viz.webapp) on its own: the page header, the figure cache, the CSV
-layouts, stale choices, and what loading a model does to the garbage collector."""
+"""The Streamlit glue (transformer_viz.webapp) on its own: the page header, the figure cache, the
+CSV layouts, stale choices, and what loading a model does to the garbage collector."""
 
 from __future__ import annotations
 
@@ -57,8 +57,8 @@ def test_cached_figure_builds_each_input_once():
 
 def test_long_form_has_one_line_per_cell():
     weights = np.array([[0.25, 0.75, 0.0], [1.0, 0.0, 0.0]])  # 2 queries × 3 keys
-    table = webapp.long_form(["q0", "q1"], ["k0", "k1", "k2"], {"weight": weights, "twice": 2 * weights},
-                             ("target", "source"))
+    table = webapp.long_form(["q0", "q1"], ["k0", "k1", "k2"],
+                             {"weight": weights, "twice": 2 * weights}, ("target", "source"))
     assert list(table["target"]) == ["q0"] * 3 + ["q1"] * 3
     assert list(table["source"]) == ["k0", "k1", "k2"] * 2
     for n, (q, k) in enumerate(zip(table["target"], table["source"])):
@@ -67,15 +67,16 @@ def test_long_form_has_one_line_per_cell():
 
 
 def test_a_stale_label_as_choice_goes_back_to_0():
-    # After a new sentence the browser sends back the old label of a choice; when that label (it names
-    # tokens and lengths) is no longer an option, Streamlit returns the label itself, a str, where the
-    # page expects an index. A browser run of 20 sessions found this on the Masking lab.
+    # After a new sentence the browser sends back the old label of a choice; when that label (it
+    # names tokens and lengths) is no longer an option, Streamlit returns the label itself, a str,
+    # where the page expects an index. A browser run of 20 sessions found this on the Masking lab.
     def script():
         import streamlit as st
 
         from transformer_viz.app import widgets as webapp
 
-        for key, value in (("a", "row 2: 9 source tokens + 0 <pad>"), ("b", 5), ("c", -1), ("d", 1)):
+        for key, value in (("a", "row 2: 9 source tokens + 0 <pad>"), ("b", 5),
+                           ("c", -1), ("d", 1)):
             st.session_state.setdefault(key, value)
             webapp.reset_stale_index(key, 3)
             st.write(f"{key}={st.session_state[key]!r}")
@@ -84,7 +85,8 @@ def test_a_stale_label_as_choice_goes_back_to_0():
     assert [m.value for m in at.markdown] == ["a=0", "b=0", "c=0", "d=1"]
 
 
-def test_loading_a_model_freezes_the_long_lived_objects_but_new_garbage_is_still_collected(make_app):
+def test_loading_a_model_freezes_the_long_lived_objects_but_new_garbage_is_still_collected(
+        make_app):
     import gc
     import weakref
 
@@ -95,9 +97,11 @@ def test_loading_a_model_freezes_the_long_lived_objects_but_new_garbage_is_still
     webapp.get_translation.clear()
     gc.unfreeze()
     assert gc.get_freeze_count() == 0
-    at = open_page(make_app(), "transformer_viz/app/pages/shapes.py")  # loads the model: torch, plotly and the weights are alive now
+    # loads the model: torch, plotly and the weights are alive now
+    at = open_page(make_app(), "transformer_viz/app/pages/shapes.py")
     frozen = gc.get_freeze_count()
-    assert frozen > 100_000, frozen  # so Streamlit's full collection after every run no longer walks them
+    # so Streamlit's full collection after every run no longer walks them
+    assert frozen > 100_000, frozen
     assert gc.get_count()[2] < frozen // 10
 
     class Node:  # a reference cycle made after the freeze, like a plotly figure of a later run

@@ -1,10 +1,10 @@
-"""The Lecture end to end in headless Chromium: a presentation clicker's keys walk every step in projector mode
-on a 1280×720 screen, and two steps on a 1920×1080 one. The server, the browser and the helpers are those of
-tests/test_browser.py (skipped likewise when Chromium or playwright is missing)."""
+"""The Lecture end to end in headless Chromium: a presentation clicker's keys walk every step in
+projector mode on a 1280×720 screen, and two steps on a 1920×1080 one. The server, the browser and
+the helpers are those of tests/test_browser.py (skipped likewise when Chromium or playwright is
+missing)."""
 
 from __future__ import annotations
 
-import re
 import urllib.parse
 
 from tests.browser.test_browser import (  # noqa: F401
@@ -19,9 +19,11 @@ from tests.browser.test_browser import (  # noqa: F401
 )
 from tests.support.browser import COUNT_RUNS_JS, ROOT
 
-FIGURE_BOX_JS = """() => { const c = document.querySelector('.st-key-lecture_figure [data-testid="stPlotlyChart"]');
+FIGURE_BOX_JS = """() => {
+  const c = document.querySelector('.st-key-lecture_figure [data-testid="stPlotlyChart"]');
   const svg = c && c.querySelector('svg.main-svg'); if (!svg) return null;
-  const r = c.getBoundingClientRect(); return {x: r.x, y: r.y, right: r.right, bottom: r.bottom}; }"""
+  const r = c.getBoundingClientRect(); return {x: r.x, y: r.y, right: r.right, bottom: r.bottom};
+}"""
 TEXT_FONT_JS = """() => { const p = document.querySelector('.st-key-lecture_text p');
   return p ? parseFloat(getComputedStyle(p).fontSize) : 0; }"""
 
@@ -38,19 +40,22 @@ def wait_for_lecture_step(pg, n: int, title: str, sentence: str) -> None:
 def assert_figure_on_screen(pg, width: int, height: int, where: str) -> None:
     box = pg.evaluate(FIGURE_BOX_JS)
     assert box is not None, f"{where}: no main figure"
-    assert box["x"] >= 0 and box["y"] >= 0 and box["right"] <= width and box["bottom"] <= height, (where, box)
+    assert (box["x"] >= 0 and box["y"] >= 0 and box["right"] <= width
+            and box["bottom"] <= height), (where, box)
 
 
 def test_the_lecture_walks_with_the_keyboard_in_projector_mode_at_1280x720(browser, app_url):
-    """A clicker's keys through every step, projector mode, on a 1280×720 screen: the URL names each step,
-    the main figure lies fully inside the screen, the text is at least 24 px, the sidebar is collapsed.
-    Screenshots go to screenshots-tmp/lecture/ (git-ignored); SAVE_SCREENSHOTS=1 runs it on the trained
-    en→de model with the lecture's "they" sentence."""
+    """A clicker's keys through every step, projector mode, on a 1280×720 screen: the URL names each
+    step, the main figure lies fully inside the screen, the text is at least 24 px, the sidebar is
+    collapsed. Screenshots go to screenshots-tmp/lecture/ (git-ignored); SAVE_SCREENSHOTS=1 runs it
+    on the trained en→de model with the lecture's "they" sentence."""
     from transformer_viz.views.lecture import STEPS
 
     real = use_real_checkpoints()
-    sentence = "The kids were scared of the lions, so they left right away." if real else FIRST_SENTENCE
-    query = {"projector": "1", "step": "1", "s": sentence, "layer": "1", "head": "3" if real else "2"}
+    sentence = ("The kids were scared of the lions, so they left right away." if real
+                else FIRST_SENTENCE)
+    query = {"projector": "1", "step": "1", "s": sentence, "layer": "1",
+             "head": "3" if real else "2"}
     if real:
         query["ckpt"] = "en-de"
     shots = ROOT / "screenshots-tmp" / "lecture"
@@ -76,7 +81,8 @@ def test_the_lecture_walks_with_the_keyboard_in_projector_mode_at_1280x720(brows
         wait_for_lecture_step(pg, len(STEPS) - 1, STEPS[-2].title, sentence)
         pg.keyboard.press(" ")  # and its "next"
         wait_for_lecture_step(pg, len(STEPS), STEPS[-1].title, sentence)
-        # after a jump through the step list, the clicker still works (the closed list does not keep its keys)
+        # after a jump through the step list, the clicker still works (the closed list does not keep
+        # its keys)
         jump = pg.locator('.st-key-lecture_jump input')
         jump.click()
         pg.get_by_role("option", name=f"3 / {len(STEPS)} · {STEPS[2].title}", exact=True).click()

@@ -10,7 +10,8 @@ colour-bar and panel titles), on a projector; 10 px on a phone. Screenshots of e
 screenshots-tmp/legibility/ (git-ignored; each run replaces its files).
 
 The two walks take about four minutes together and still find the known problems listed below, so
-they run only when asked: TRANSFORMER_VIZ_LEGIBILITY=1 python -m pytest tests/browser/test_browser_legibility.py"""
+they run only when asked: TRANSFORMER_VIZ_LEGIBILITY=1 python -m pytest
+tests/browser/test_browser_legibility.py"""
 
 from __future__ import annotations
 
@@ -36,19 +37,22 @@ from tests.browser.test_browser_lecture import wait_for_lecture_step
 from tests.support.browser import COUNT_RUNS_JS, ROOT, page_url, serving
 
 walks = pytest.mark.skipif(os.environ.get("TRANSFORMER_VIZ_LEGIBILITY") != "1",
-                           reason="the legibility walks run when TRANSFORMER_VIZ_LEGIBILITY=1 (about 4 min)")
+                           reason="the legibility walks run when TRANSFORMER_VIZ_LEGIBILITY=1 "
+                                  "(about 4 min)")
 
 # The problems the walks still find, by step or page and kind, with their counts over every sentence
 # and view: asserted exactly (assert_only_known), so that a new one fails the tests and a fixed one
 # has to leave the list. Measured on Debian's Chromium with Liberation Sans.
 KNOWN = json.loads((Path(__file__).parent / "legibility_known.json").read_text(encoding="utf-8"))
-KNOWN_PROJECTOR: dict[tuple[str, str], int] = {(where, kind): n for where, kind, n in KNOWN["projector"]}
+KNOWN_PROJECTOR: dict[tuple[str, str], int] = {(where, kind): n for where, kind,
+                                               n in KNOWN["projector"]}
 KNOWN_PHONE: dict[tuple[str, str], int] = {(where, kind): n for where, kind, n in KNOWN["phone"]}
 SHOTS = ROOT / "screenshots-tmp" / "legibility"
 CHECKPOINTS = ROOT / "checkpoints"
 # Two lengths in each direction; the long German one is the issue's class sentence.
 SENTENCES = {"de-en": ("Ein Hund läuft.", "Die Katze schläft auf dem Sofa, weil sie müde ist."),
-             "en-de": ("A dog runs.", "The kids were scared of the lions, so they left right away.")}
+             "en-de": ("A dog runs.",
+                       "The kids were scared of the lions, so they left right away.")}
 PROJECTOR_FLOOR, PROJECTOR_TITLE_FLOOR, PHONE_FLOOR = 16, 18, 10
 # (screen, sidebar open): at 1280×720 the sidebar open leaves the narrowest column, and folded it
 # lets a figure stand beside the text that goes under it with the sidebar open; 1920×1080 draws the
@@ -58,7 +62,8 @@ VIEWS = (((1280, 720), True), ((1280, 720), False), ((1920, 1080), True))
 # Resolves once every chart has its svg as wide as its box and nothing in any chart moved for 150 ms
 # (plotly redraws a figure after a resize, and again while its automatic margins settle).
 SETTLED_JS = """async () => {
-  const shape = () => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot'))
+  const shape = () => Array.from(
+      document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot'))
     .map((gd) => { const s = gd.querySelector('svg.main-svg');
                    const p = gd.querySelector('.cartesianlayer, .layer-above');
                    const r = p ? p.getBoundingClientRect() : {x: 0, width: 0};
@@ -81,10 +86,12 @@ CHECK_JS = """({floor, titleFloor, scrollOk}) => {
   let texts = 0;
   const corners = (t, size) => {
     const b = t.getBBox(), m = t.getScreenCTM();
-    // the line box holds the font's ascent and descent: the glyphs leave ~0.12 em free above and below
+    // the line box holds the font's ascent and descent: the glyphs leave ~0.12 em free above and
+    // below
     const inset = Math.min(0.12 * size, b.height / 4);
-    return [[b.x + 1, b.y + inset], [b.x + b.width - 1, b.y + inset], [b.x + b.width - 1, b.y + b.height - inset],
-            [b.x + 1, b.y + b.height - inset]].map(([x, y]) => new DOMPoint(x, y).matrixTransform(m));
+    return [[b.x + 1, b.y + inset], [b.x + b.width - 1, b.y + inset],
+            [b.x + b.width - 1, b.y + b.height - inset], [b.x + 1, b.y + b.height - inset]]
+      .map(([x, y]) => new DOMPoint(x, y).matrixTransform(m));
   };
   const apart = (p, q) => {  // separating axes of two convex quadrilaterals, with 1 px of slack
     for (const poly of [p, q]) {
@@ -93,24 +100,29 @@ CHECK_JS = """({floor, titleFloor, scrollOk}) => {
         const nx = b.y - a.y, ny = a.x - b.x, len = Math.hypot(nx, ny) || 1;
         const proj = (pts) => pts.map((c) => (c.x * nx + c.y * ny) / len);
         const [pp, qq] = [proj(p), proj(q)];
-        if (Math.min(Math.max(...pp), Math.max(...qq)) - Math.max(Math.min(...pp), Math.min(...qq)) <= 1) return true;
+        if (Math.min(Math.max(...pp), Math.max(...qq))
+            - Math.max(Math.min(...pp), Math.min(...qq)) <= 1) return true;
       }
     }
     return false;
   };
-  const charts = Array.from(document.querySelectorAll('[data-testid="stMain"] [data-testid="stPlotlyChart"]'));
+  const charts = Array.from(
+    document.querySelectorAll('[data-testid="stMain"] [data-testid="stPlotlyChart"]'));
   charts.forEach((chart, ci) => {
     const gd = chart.querySelector('.js-plotly-plot');
     if (!gd || !gd._fullLayout) return;
     const title = (gd.querySelector('.gtitle') || {}).textContent || '';
     const name = `chart ${ci + 1} "${title.slice(0, 45)}"`;
-    const column = chart.closest('[data-testid="stColumn"]') || chart.closest('[data-testid="stMain"]');
-    const col = column.getBoundingClientRect(), svg = gd.querySelector('svg.main-svg').getBoundingClientRect();
+    const column = chart.closest('[data-testid="stColumn"]')
+      || chart.closest('[data-testid="stMain"]');
+    const col = column.getBoundingClientRect(),
+      svg = gd.querySelector('svg.main-svg').getBoundingClientRect();
     const scroller = chart.closest('[class*="st-key-wide"]');
     const cue = scroller && getComputedStyle(scroller, '::after').content !== 'none'
       && scroller.scrollWidth > scroller.clientWidth + 1;
     if (svg.width > col.width + 1 && !(scrollOk && cue))
-      problems.push(`${name}: ${Math.round(svg.width)} px wide in a ${Math.round(col.width)} px column`
+      problems.push(`${name}: ${Math.round(svg.width)} px wide `
+                    + `in a ${Math.round(col.width)} px column`
                     + (scroller ? ' (scrolls sideways without a cue)' : ''));
     const items = [];
     gd.querySelectorAll('svg.main-svg text').forEach((t) => {
@@ -129,11 +141,12 @@ CHECK_JS = """({floor, titleFloor, scrollOk}) => {
       const need = isTitle ? titleFloor : floor;
       texts++;
       if (size < need - 0.01)
-        problems.push(`${name}: ${isTitle ? 'title' : 'text'} "${text.slice(0, 30)}" is ${size.toFixed(1)} px`);
+        problems.push(`${name}: ${isTitle ? 'title' : 'text'} "${text.slice(0, 30)}" `
+                      + `is ${size.toFixed(1)} px`);
       const box = corners(t, size);
       const xs = box.map((c) => c.x), ys = box.map((c) => c.y);
-      if (Math.min(...xs) < svg.left - 1 || Math.max(...xs) > svg.right + 1 || Math.min(...ys) < svg.top - 1
-          || Math.max(...ys) > svg.bottom + 1)
+      if (Math.min(...xs) < svg.left - 1 || Math.max(...xs) > svg.right + 1
+          || Math.min(...ys) < svg.top - 1 || Math.max(...ys) > svg.bottom + 1)
         problems.push(`${name}: "${text.slice(0, 30)}" is cut at the chart's edge`);
       items.push([text, box]);
     });
@@ -178,7 +191,9 @@ def set_sidebar(pg, open_: bool) -> None:
 
 def check(pg, floor: float, title_floor: float, scroll_ok: bool = False) -> list[str]:
     settle(pg)
-    return pg.evaluate(CHECK_JS, {"floor": floor, "titleFloor": title_floor, "scrollOk": scroll_ok})["problems"]
+    return pg.evaluate(CHECK_JS,
+                       {"floor": floor, "titleFloor": title_floor,
+                        "scrollOk": scroll_ok})["problems"]
 
 
 KINDS = (("px wide in a", "too wide"), ("overlaps", "overlap"), ("cut at the chart's edge", "cut"),
@@ -201,7 +216,8 @@ def assert_only_known(found: list[tuple[str, str]], known: dict[tuple[str, str],
     seen = tally(found)
     changed = {key: (known.get(key, 0), seen.get(key, 0)) for key in {*known, *seen}
                if known.get(key, 0) != seen.get(key, 0)}
-    lines = [f"{where}, {what}: {was} known, {now} found" for (where, what), (was, now) in sorted(changed.items())]
+    lines = [f"{where}, {what}: {was} known, {now} found" for (where, what),
+             (was, now) in sorted(changed.items())]
     new = [f"{where}: {problem}" for where, problem in found
            if seen[(where, kind(problem))] > known.get((where, kind(problem)), 0)]
     assert not changed, ("the problems differ from the known ones (a fixed one leaves KNOWN_*):\n"
@@ -252,7 +268,8 @@ def test_every_lecture_figure_is_whole_and_legible_on_a_projector(browser, shipp
                         seen += 1
                         if (width, open_) in ((1280, False), (1920, True)) or k == 0:
                             name = f"{ckpt}-{k + 1}-step-{n:02d}-{step.id}-{width}"
-                            pg.screenshot(path=str(shots / f"{name}{'-sidebar' if open_ else ''}.png"))
+                            pg.screenshot(
+                                path=str(shots / f"{name}{'-sidebar' if open_ else ''}.png"))
                     if n < len(STEPS):
                         pg.keyboard.press("ArrowRight")
     finally:
@@ -280,13 +297,15 @@ def test_every_page_and_step_is_legible_on_a_phone(browser, shipped_app):  # noq
     for old in shots.glob("*.png"):
         old.unlink()
     sentence = SENTENCES["de-en"][1]
-    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
+                                  is_mobile=True)
     context.add_init_script(COUNT_RUNS_JS)
     pg = context.new_page()
     pg.set_default_timeout(WAIT_MS)
     found, seen = [], 0
 
-    def by_link(info):  # the first page by its address, with the sentence; the others by their links
+    # the first page by its address, with the sentence; the others by their links
+    def by_link(info):
         if seen == 0:
             pg.goto(page_url(shipped_app, info) + "?ckpt=de-en&s=" + urllib.parse.quote(sentence))
             wait_for_run(pg, 0, sentence=sentence)
@@ -300,7 +319,8 @@ def test_every_page_and_step_is_legible_on_a_phone(browser, shipped_app):  # noq
                     if k > 1:
                         pg.keyboard.press("ArrowRight")
                     wait_for_lecture_step(pg, k, step.title, sentence)
-                    found += [(f"Lecture step {k} ({step.id})", p) for p in check(pg, PHONE_FLOOR, PHONE_FLOOR, True)]
+                    found += [(f"Lecture step {k} ({step.id})", p)
+                              for p in check(pg, PHONE_FLOOR, PHONE_FLOOR, True)]
                     pg.screenshot(path=str(shots / f"lecture-{k:02d}-{step.id}.png"))
                     seen += 1
                 continue

@@ -1,5 +1,5 @@
-"""The deployment of docs/deployment.md §4, for real: Debian's nginx with deploy/nginx.conf in front of two
-app processes, all on 127.0.0.1, and headless Chromium going through it as students would.
+"""The deployment of docs/deployment.md §4, for real: Debian's nginx with deploy/nginx.conf in front
+of two app processes, all on 127.0.0.1, and headless Chromium going through it as students would.
 
 - the guide's nginx block is deploy/nginx.conf, and nginx accepts it as written;
 - through the proxy a page loads, a typed sentence runs, charts are drawn, no error shows; XSRF
@@ -11,8 +11,8 @@ app processes, all on 127.0.0.1, and headless Chromium going through it as stude
   sentence, direction, layer and head, with no error and no reload; the others notice nothing;
   restarted, it takes sessions again, and the moved ones stay where their sessions now live.
 
-Skipped, saying why, where nginx, openssl or Chromium is missing (.ci/run installs them). The fixtures
-start every process and stop it again, whatever happens.
+Skipped, saying why, where nginx, openssl or Chromium is missing (.ci/run installs them). The
+fixtures start every process and stop it again, whatever happens.
 """
 
 from __future__ import annotations
@@ -33,25 +33,26 @@ import pytest
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from tests.support import proxy
-from tests.support.browser import (CHROMIUM, CHROMIUM_ARGS, COUNT_RUNS_JS, PAGE_ERRORS_JS, ROOT, RUN_DONE_JS, app_pages,
-                                   default_page)
+from tests.support.browser import (CHROMIUM, CHROMIUM_ARGS, COUNT_RUNS_JS, PAGE_ERRORS_JS, ROOT,
+                                   RUN_DONE_JS, app_pages, default_page)
 
 # Generous bounds for a busy 2-core machine, but for the two below.
 WAIT_MS = int(float(os.environ.get("BROWSER_TEST_TIMEOUT_S", "120")) * 1000)
 SERVER_START_S = 120
-# The target for a session whose process died: running again on another process within 10 s. Measured
-# on a 2-core machine with two training runs on it: 1.2-1.3 s to the charts drawn (load average ~4);
-# with other test suites running too (load average 4-8) 6.7-8.2 s (the reruns had started after
-# 2.3-4.5 s) and 7.7-11.2 s, mostly six browsers and two servers building and drawing figures on the
-# same two cores. So the page fully back and drawn is held to three times the target, a margin for such
-# a machine; on a student's own computer the drawing takes about a second (docs/deployment.md §2).
+# The target for a session whose process died: running again on another process within 10 s.
+# Measured on a 2-core machine with two training runs on it: 1.2-1.3 s to the charts drawn (load
+# average ~4); with other test suites running too (load average 4-8) 6.7-8.2 s (the reruns had
+# started after 2.3-4.5 s) and 7.7-11.2 s, mostly six browsers and two servers building and drawing
+# figures on the same two cores. So the page fully back and drawn is held to three times the target,
+# a margin for such a machine; on a student's own computer the drawing takes about a second
+# (docs/deployment.md §2).
 RECONNECT_LIMIT_S = 10
 REDRAWN_LIMIT_S = 3 * RECONNECT_LIMIT_S
 
 TITLES = {p["url_path"]: p["title"] for p in app_pages()}
 DEFAULT_PAGE = default_page()["url_path"]  # served at the root URL only
-# Six students, each on a page of its own with its own sentence, direction, layer and head. Consecutive
-# first visits alternate between the processes, so each process gets both directions.
+# Six students, each on a page of its own with its own sentence, direction, layer and head.
+# Consecutive first visits alternate between the processes, so each process gets both directions.
 STUDENTS = [
     ("overview", "tiny-de-en", "ein mann spielt im park .", 0, 0),
     ("tokens", "tiny-de-en", "zwei kinder sitzen am strand .", 1, 1),
@@ -76,7 +77,8 @@ needs_nginx = pytest.mark.skipif(missing_tools() is not None, reason=str(missing
 def browser_test(test):
     """A test through nginx in Chromium: skipped, saying why, without either."""
     for mark in [needs_nginx, pytest.mark.browser,
-                 pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing (apt-get install chromium)")]:
+                 pytest.mark.skipif(not Path(CHROMIUM).exists(),
+                                    reason=f"{CHROMIUM} is missing (apt-get install chromium)")]:
         test = mark(test)
     return test
 
@@ -87,12 +89,14 @@ def test_the_guide_shows_deploy_nginx_conf():
     blocks = re.findall(r"^```nginx\n(.*?)^```$", guide, re.M | re.S)
     assert len(blocks) == 1, "docs/deployment.md should hold exactly one nginx block"
     assert blocks[0] == proxy.NGINX_CONF.read_text(encoding="utf-8"), \
-        "the nginx block of docs/deployment.md differs from deploy/nginx.conf: copy the file into the guide"
+        ("the nginx block of docs/deployment.md differs from deploy/nginx.conf: copy the file into "
+         "the guide")
 
 
 @needs_nginx
 def test_nginx_accepts_deploy_nginx_conf(tmp_path):
-    """`nginx -t` on the file as written (ports, TLS and HTTP/2 included); only the certificate is a test one."""
+    """`nginx -t` on the file as written (ports, TLS and HTTP/2 included); only the certificate is a
+    test one."""
     cert, key = proxy.self_signed_certificate(tmp_path)
     site = tmp_path / "transformer-viz.conf"
     site.write_text(proxy.site_config(cert, key), encoding="utf-8")
@@ -102,7 +106,7 @@ def test_nginx_accepts_deploy_nginx_conf(tmp_path):
     assert result.returncode == 0, result.stderr + (tmp_path / "error.log").read_text()
 
 
-# --- the deployment, and students in a browser ---------------------------------------------------------
+# --- the deployment, and students in a browser ----------------------------------------------------
 
 def two_directions(checkpoint: Path, root: Path) -> Path:
     """The tiny test checkpoint twice, once labelled German→English and once English→German."""
@@ -110,7 +114,8 @@ def two_directions(checkpoint: Path, root: Path) -> Path:
         shutil.copytree(checkpoint, root / name)
         meta_path = root / name / "metadata.json"
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        meta_path.write_text(json.dumps({**meta, "src_lang": src, "tgt_lang": tgt}), encoding="utf-8")
+        meta_path.write_text(json.dumps({**meta, "src_lang": src, "tgt_lang": tgt}),
+                             encoding="utf-8")
     return root
 
 
@@ -124,7 +129,8 @@ def deployment(checkpoint_dir, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="the playwright package is not installed")
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True,
                               args=CHROMIUM_ARGS + proxy.CHROMIUM_PROXY_ARGS)
@@ -150,7 +156,8 @@ class Student:
         self.page = self.context.new_page()
         self.page.set_default_timeout(WAIT_MS)
         self.sockets, self.finished, self.sessions, self.dialogs = 0, 0, [], []
-        self.started: dict[str, float] = {}  # session id -> time.monotonic() of its first run's start
+        # session id -> time.monotonic() of its first run's start
+        self.started: dict[str, float] = {}
         self.page.on("websocket", self._on_websocket)
         self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
 
@@ -175,8 +182,10 @@ class Student:
         self.wait(0, title=TITLES[url_path])
 
     def wait(self, after: int, **expect: str) -> None:
-        """Until the run after an action is over and every chart drawn (bench/README: how a wait ends)."""
-        self.page.wait_for_function(RUN_DONE_JS, arg={"after": after, **expect}, polling=100, timeout=WAIT_MS)
+        """Until the run after an action is over and every chart drawn (bench/README: how a wait
+        ends)."""
+        self.page.wait_for_function(RUN_DONE_JS, arg={"after": after, **expect}, polling=100,
+                                    timeout=WAIT_MS)
 
     def commit(self, sentence: str) -> None:
         area = self.page.get_by_label(re.compile(r"^Sentence"))
@@ -195,11 +204,13 @@ class Student:
         return {"url": self.page.url,
                 "title": self.page.locator('[data-testid="stMain"] h1').first.inner_text(),
                 "sentence": self.page.get_by_label(re.compile(r"^Sentence")).input_value(),
-                "sidebar": self.page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').all_inner_texts()}
+                "sidebar": self.page.locator('[data-testid="stSidebar"] '
+                                             '[data-testid="stSelectbox"]').all_inner_texts()}
 
     def problems(self) -> list[str]:
         """Exceptions and error boxes on the page, dialogs, and a connection that is not up."""
-        connection = self.page.locator('[data-testid="stApp"]').get_attribute("data-test-connection-state")
+        connection = self.page.locator('[data-testid="stApp"]').get_attribute(
+            "data-test-connection-state")
         return (self.page.evaluate(PAGE_ERRORS_JS) + self.dialogs
                 + self.page.locator('[role="dialog"]').all_inner_texts()
                 + ([] if connection == "CONNECTED" else [f"connection {connection}"]))
@@ -212,7 +223,8 @@ class Student:
 
 
 def wait_all(students: list[Student], condition, timeout_s: float) -> dict[Student, float]:
-    """Poll `condition(student)` for all of them; seconds until each became true (missing: never)."""
+    """Poll `condition(student)` for all of them; seconds until each became true (missing:
+    never)."""
     t0, done = time.monotonic(), {}
     while len(done) < len(students) and time.monotonic() - t0 < timeout_s:
         for s in students:
@@ -235,11 +247,15 @@ def students(deployment, browser):
             s.close()
 
 
-def request(deployment, method: str, path: str, headers: dict[str, str]) -> http.client.HTTPResponse:
-    """One HTTPS request through the proxy, as a browser at the example's host name would send it."""
+def request(deployment, method: str, path: str,
+            headers: dict[str, str]) -> http.client.HTTPResponse:
+    """One HTTPS request through the proxy, as a browser at the example's host name would send
+    it."""
     conn = http.client.HTTPSConnection("127.0.0.1", deployment.listen_port, timeout=30,
-                                       context=ssl._create_unverified_context())  # the throwaway certificate
-    conn.request(method, path, headers={"Host": f"{proxy.HOST}:{deployment.listen_port}", **headers})
+                                       # the throwaway certificate
+                                       context=ssl._create_unverified_context())
+    conn.request(method, path,
+                 headers={"Host": f"{proxy.HOST}:{deployment.listen_port}", **headers})
     response = conn.getresponse()
     response.body = response.read()
     conn.close()
@@ -253,60 +269,73 @@ def process_of(deployment, session: str) -> int:
     return pids.pop()
 
 
-# --- the tests -------------------------------------------------------------------------------------------
+# --- the tests ------------------------------------------------------------------------------------
 
 @browser_test
 def test_the_app_through_the_proxy(deployment, students):
-    """The six students' pages loaded through the proxy (the fixture: each waited until every chart on its
-    page was drawn); one of them types a sentence."""
+    """The six students' pages loaded through the proxy (the fixture: each waited until every chart
+    on its page was drawn); one of them types a sentence."""
     charts = '[data-testid="stMain"] [data-testid="stPlotlyChart"] svg.main-svg'
     assert all(s.problems() == [] for s in students)
-    assert sum(s.page.locator(charts).count() for s in students) > 0, "no chart drawn through the proxy"
+    assert sum(s.page.locator(charts).count() for s in students) > 0, ("no chart drawn through the "
+                                                                       "proxy")
     student = next(s for s, (url_path, *_) in zip(students, STUDENTS) if url_path == "attention")
     student.commit("a dog plays in the park .")
     assert student.problems() == [] and student.page.locator(charts).count() > 0
 
     cookies = student.cookies()
     sticky = cookies[proxy.STICKY_COOKIE]
-    assert sticky["value"] in ("a", "b") and sticky["httpOnly"] and sticky["secure"] and sticky["sameSite"] == "Lax"
-    assert process_of(deployment, student.sessions[-1]) == deployment.apps[deployment.port_named(sticky["value"])].pid, \
+    assert (sticky["value"] in ("a", "b") and sticky["httpOnly"] and sticky["secure"]
+            and sticky["sameSite"] == "Lax")
+    assert (process_of(deployment, student.sessions[-1])
+            == deployment.apps[deployment.port_named(sticky["value"])].pid), \
         "the cookie does not name the process that ran the session"
 
-    # XSRF protection is on: an upload without the token is refused; with it, it gets past the check.
+    # XSRF protection is on: an upload without the token is refused; with it, it gets past the
+    # check.
     xsrf = cookies["_streamlit_xsrf"]["value"]
     upload = f"/_stcore/upload_file/{student.sessions[-1]}/file-1"
     cookie = f"{proxy.STICKY_COOKIE}={sticky['value']}; _streamlit_xsrf={xsrf}"
     assert request(deployment, "PUT", upload, {"Cookie": cookie}).status == 403
     assert request(deployment, "PUT", upload, {"Cookie": cookie, "X-Xsrftoken": xsrf}).status != 403
-    # The origin check is on (server.enableCORS): no page elsewhere is allowed to read the app's answers.
-    # (The websocket's check, which admitted these pages through the proxy, would refuse such a page too;
-    # asking it would send the server looking up its external address, so it is not asked here.)
-    answer = request(deployment, "GET", "/_stcore/host-config", {"Origin": "https://elsewhere.example"})
+    # The origin check is on (server.enableCORS): no page elsewhere is allowed to read the app's
+    # answers. (The websocket's check, which admitted these pages through the proxy, would refuse
+    # such a page too; asking it would send the server looking up its external address, so it is not
+    # asked here.)
+    answer = request(deployment, "GET", "/_stcore/host-config",
+                     {"Origin": "https://elsewhere.example"})
     assert answer.status == 200 and answer.getheader("Access-Control-Allow-Origin") is None
 
 
 @browser_test
 def test_the_frontend_comes_from_nginx_compressed(deployment, students):
-    """Streamlit's scripts, styles and fonts come from deploy/static_files.py's copy, compressed for a browser
-    that takes gzip, and never from the app processes; a file the copy lacks is still asked of the app."""
-    static = [e for e in proxy.access_log(deployment.workdir) if e["request"].split()[1].startswith("/static/")]
+    """Streamlit's scripts, styles and fonts come from deploy/static_files.py's copy, compressed for
+    a browser that takes gzip, and never from the app processes; a file the copy lacks is still
+    asked of the app."""
+    static = [e for e in proxy.access_log(deployment.workdir)
+              if e["request"].split()[1].startswith("/static/")]
     assert len(static) > 10 and all(e["status"] in (200, 304) and not e["ports"] for e in static)
     plotly = next((deployment.workdir / "static-root" / "static" / "js").glob("PlotlyChart.*.js"))
     path = f"/static/js/{plotly.name}"
     assert any(e["request"].split()[1] == path for e in static), "no page asked for plotly.js"
-    packed, plain = request(deployment, "GET", path, {"Accept-Encoding": "gzip"}), request(deployment, "GET", path, {})
-    assert packed.getheader("Content-Encoding") == "gzip" and "immutable" in packed.getheader("Cache-Control")
+    packed, plain = (request(deployment, "GET", path, {"Accept-Encoding": "gzip"}),
+                     request(deployment, "GET", path, {}))
+    assert (packed.getheader("Content-Encoding") == "gzip"
+            and "immutable" in packed.getheader("Cache-Control"))
     assert plain.getheader("Content-Encoding") is None
     assert len(packed.body) == Path(f"{plotly}.gz").stat().st_size < plotly.stat().st_size / 2
     assert gzip.decompress(packed.body) == plain.body == plotly.read_bytes()
-    request(deployment, "GET", "/static/js/not-in-the-copy.js", {})  # (the app answers with its page)
-    assert proxy.access_log(deployment.workdir)[-1]["ports"], "a file the copy lacks was not asked of an app process"
+    # (the app answers with its page)
+    request(deployment, "GET", "/static/js/not-in-the-copy.js", {})
+    assert proxy.access_log(deployment.workdir)[-1]["ports"], ("a file the copy lacks was not "
+                                                               "asked of an app process")
 
 
 @browser_test
 def test_each_browser_stays_on_one_process(deployment, students):
-    # Every connection through the proxy drops at once (its worker dies; nginx starts another), as when
-    # a lecture hall's Wi-Fi goes down for a moment: each browser reconnects and reruns its page.
+    # Every connection through the proxy drops at once (its worker dies; nginx starts another), as
+    # when a lecture hall's Wi-Fi goes down for a moment: each browser reconnects and reruns its
+    # page.
     finished = {s: s.finished for s in students}
     for pid in deployment.nginx_workers():
         os.kill(pid, signal.SIGKILL)
@@ -315,16 +344,22 @@ def test_each_browser_stays_on_one_process(deployment, students):
 
     served, runs = {}, deployment.runs()
     for student in students:
-        assert len(student.sessions) == 1, "after the reconnect a browser got a new session: it changed process"
-        assert sum(r["session"] == student.sessions[0] for r in runs) >= 2  # its first run, and the one after
-        served[student] = process_of(deployment, student.sessions[0])  # every run of its session: one process
+        assert len(student.sessions) == 1, ("after the reconnect a browser got a new session: it "
+                                            "changed process")
+        # its first run, and the one after
+        assert sum(r["session"] == student.sessions[0] for r in runs) >= 2
+        # every run of its session: one process
+        served[student] = process_of(deployment, student.sessions[0])
         port = deployment.port_of_pid(served[student])
         assert student.cookies()[proxy.STICKY_COOKIE]["value"] == deployment.cookie(port)
         assert student.problems() == []
-    assert set(served.values()) == {p.pid for p in deployment.apps.values()}, "the browsers all went to one process"
-    # nginx sent every request that carried a cookie, and that it did not answer itself, to the process it
-    # names first.
-    requests = [e for e in proxy.access_log(deployment.workdir) if e["cookie"] in ("a", "b") and e["ports"]]
+    assert set(served.values()) == {p.pid for p in deployment.apps.values()}, ("the browsers all "
+                                                                               "went to one "
+                                                                               "process")
+    # nginx sent every request that carried a cookie, and that it did not answer itself, to the
+    # process it names first.
+    requests = [e for e in proxy.access_log(deployment.workdir) if e["cookie"] in ("a", "b")
+                and e["ports"]]
     assert requests and all(e["ports"][0] == deployment.port_named(e["cookie"]) for e in requests)
 
 
@@ -341,10 +376,12 @@ def test_a_lost_process_is_survived(deployment, students, browser):
     killed = time.monotonic()
     deployment.kill_app(victim)
     back = wait_all(affected, lambda s: s.back_after(before[s][1]), 2 * REDRAWN_LIMIT_S)
-    assert len(back) == len(affected), f"{len(affected) - len(back)} of {len(affected)} sessions did not come back"
+    assert len(back) == len(affected), (f"{len(affected) - len(back)} of {len(affected)} sessions "
+                                        "did not come back")
     rerunning = [s.started[s.sessions[-1]] - killed for s in affected]
     print(f"after the kill, the sessions' runs started on the other process after "
-          f"{sorted(round(t, 2) for t in rerunning)} s, were over and drawn after {sorted(round(t, 2) for t in back.values())} s")
+          f"{sorted(round(t, 2) for t in rerunning)} s, were over and drawn "
+          f"after {sorted(round(t, 2) for t in back.values())} s")
     assert max(rerunning) <= RECONNECT_LIMIT_S
     assert max(back.values()) <= REDRAWN_LIMIT_S
     for s in affected:
@@ -352,10 +389,12 @@ def test_a_lost_process_is_survived(deployment, students, browser):
         assert s.state() == state, "the page came back different"
         assert s.problems() == []
         assert s.sockets == sockets + 1, "the page was reloaded, or reconnected more than once"
-        assert s.sessions[-1] not in sessions and process_of(deployment, s.sessions[-1]) == survivor_pid
+        assert (s.sessions[-1] not in sessions
+                and process_of(deployment, s.sessions[-1]) == survivor_pid)
         assert s.cookies()[proxy.STICKY_COOKIE]["value"] == deployment.cookie(survivor)
     for s in others:
-        assert (s.state(), s.finished, s.sockets, s.sessions) == before[s], "a session on the survivor noticed"
+        assert (s.state(), s.finished, s.sockets, s.sessions) == before[s], ("a session on the "
+                                                                             "survivor noticed")
         assert s.problems() == []
 
     # Restarted, the process is back in the pool once nginx tries it again (fail_timeout, 10 s).
@@ -363,8 +402,10 @@ def test_a_lost_process_is_survived(deployment, students, browser):
     probe = {"Cookie": f"{proxy.STICKY_COOKIE}={deployment.cookie(victim)}"}
     deadline = time.monotonic() + 60
     while (f"{proxy.STICKY_COOKIE}={deployment.cookie(victim)};"
-           not in (request(deployment, "GET", "/_stcore/health", probe).getheader("Set-Cookie") or "")):
-        assert time.monotonic() < deadline, "nginx did not take the restarted process back within 60 s"
+           not in (request(deployment, "GET", "/_stcore/health",
+                           probe).getheader("Set-Cookie") or "")):
+        assert time.monotonic() < deadline, ("nginx did not take the restarted process back within "
+                                             "60 s")
         time.sleep(0.5)
     newcomer = Student(browser, deployment.url, cookie=deployment.cookie(victim))
     try:
@@ -379,5 +420,6 @@ def test_a_lost_process_is_survived(deployment, students, browser):
     assert process_of(deployment, moved.sessions[-1]) == survivor_pid
     with moved.page.expect_download(timeout=WAIT_MS) as download:
         moved.page.get_by_role("button", name="Download the data (CSV)").first.click()
-    assert download.value.failure() is None and Path(download.value.path()).read_bytes().count(b"\n") > 1
+    assert (download.value.failure() is None
+            and Path(download.value.path()).read_bytes().count(b"\n") > 1)
     assert moved.problems() == []

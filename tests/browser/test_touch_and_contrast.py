@@ -1,8 +1,9 @@
-"""A student's phone and a lecturer's projector, in headless Chromium: on a touch screen a swipe over a
-chart scrolls the page and leaves the chart's zoom alone; at 1280×720 every chart's text is dark enough on
-its background (WCAG AA, contrast ≥ 4.5:1) and no Deploy button shows.
+"""A student's phone and a lecturer's projector, in headless Chromium: on a touch screen a swipe
+over a chart scrolls the page and leaves the chart's zoom alone; at 1280×720 every chart's text is
+dark enough on its background (WCAG AA, contrast ≥ 4.5:1) and no Deploy button shows.
 
-Skipped when Debian's Chromium is missing, like tests/test_browser.py (whose fixtures and helpers it uses).
+Skipped when Debian's Chromium is missing, like tests/test_browser.py (whose fixtures and helpers it
+uses).
 """
 
 from __future__ import annotations
@@ -27,15 +28,22 @@ from tests.browser.test_browser import (  # noqa: F401
 )
 from tests.support.browser import ROOT
 
-# The scroll offsets of every scrolling element: Streamlit scrolls inside its main container, not the document.
-SCROLLED_JS = "() => Array.from(document.querySelectorAll('*')).reduce((sum, e) => sum + e.scrollTop, 0)"
+# The scroll offsets of every scrolling element: Streamlit scrolls inside its main container, not
+# the document.
+SCROLLED_JS = ("() => Array.from(document.querySelectorAll('*')).reduce((sum, e) => sum + "
+               "e.scrollTop, 0)")
 # Each chart's axis ranges, as plotly holds them: a zoom changes them.
-RANGES_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')).map((p) =>
-  Object.entries(p._fullLayout).filter(([k]) => /^[xy]axis\\d*$/.test(k)).map(([k, a]) => k + ':' + a.range.join(',')).join(' '))"""
-# Every text plotly drew in a chart (titles, tick labels, annotations, colour-bar ticks) with its fill colour.
-CHART_TEXT_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot svg text'))
-  .filter((t) => t.textContent.trim() && t.getBBox().width > 0 && !t.closest('.hovertext, .heatmaplayer, .barlayer'))
-  .map((t) => [t.textContent.trim().slice(0, 40), getComputedStyle(t).fill, getComputedStyle(t).opacity])"""
+RANGES_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot'))
+  .map((p) => Object.entries(p._fullLayout).filter(([k]) => /^[xy]axis\\d*$/.test(k))
+    .map(([k, a]) => k + ':' + a.range.join(',')).join(' '))"""
+# Every text plotly drew in a chart (titles, tick labels, annotations, colour-bar ticks) with its
+# fill colour.
+CHART_TEXT_JS = """() => Array.from(
+    document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot svg text'))
+  .filter((t) => t.textContent.trim() && t.getBBox().width > 0
+                 && !t.closest('.hovertext, .heatmaplayer, .barlayer'))
+  .map((t) => [t.textContent.trim().slice(0, 40), getComputedStyle(t).fill,
+               getComputedStyle(t).opacity])"""
 BACKGROUND = (255, 255, 255)  # the template's paper and plot background (plotly_white)
 
 
@@ -63,7 +71,8 @@ def parse_rgb(css: str, opacity: float = 1.0) -> tuple[int, int, int]:
 
 def test_contrast_ratio_matches_the_wcag_reference_values():
     assert contrast((0, 0, 0), (255, 255, 255)) == pytest.approx(21.0)
-    assert contrast((0x77, 0x77, 0x77), (255, 255, 255)) == pytest.approx(4.48, abs=0.01)  # the classic AA edge
+    # the classic AA edge
+    assert contrast((0x77, 0x77, 0x77), (255, 255, 255)) == pytest.approx(4.48, abs=0.01)
     assert parse_rgb("rgba(0, 0, 0, 0.5)") == (128, 128, 128)
 
 
@@ -83,15 +92,16 @@ def swipe_up(pg, x: float, y: float, distance: float) -> None:
     cdp = pg.context.new_cdp_session(pg)
     cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": x, "y": y}]})
     for k in range(1, 11):
-        cdp.send("Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": [{"x": x, "y": y - distance * k / 10}]})
+        cdp.send("Input.dispatchTouchEvent",
+                 {"type": "touchMove", "touchPoints": [{"x": x, "y": y - distance * k / 10}]})
         pg.wait_for_timeout(16)
     cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
     pg.wait_for_timeout(600)  # the scroll's fling settles
 
 
 def test_on_a_phone_a_swipe_over_a_chart_scrolls_the_page_and_does_not_zoom(browser, app_url):  # noqa: F811
-    context, pg = new_page(browser, app_url, "attention", viewport={"width": 390, "height": 844}, has_touch=True,
-                           is_mobile=True, device_scale_factor=2)
+    context, pg = new_page(browser, app_url, "attention", viewport={"width": 390, "height": 844},
+                           has_touch=True, is_mobile=True, device_scale_factor=2)
     try:
         assert_page_healthy(pg, "Attention (phone)")
         chart = pg.locator('[data-testid="stMain"] .js-plotly-plot .nsewdrag').first
@@ -108,7 +118,8 @@ def test_on_a_phone_a_swipe_over_a_chart_scrolls_the_page_and_does_not_zoom(brow
         context.close()
 
 
-def test_on_a_projector_chart_text_has_wcag_aa_contrast_and_there_is_no_deploy_button(browser, app_url):  # noqa: F811
+def test_on_a_projector_chart_text_has_wcag_aa_contrast_and_there_is_no_deploy_button(
+        browser, app_url):  # noqa: F811
     context, pg = new_page(browser, app_url, "", viewport={"width": 1280, "height": 720})
     try:
         for title, path in [("Attention, step by step", "attention"), ("Decoder", "decoder")]:
@@ -117,7 +128,8 @@ def test_on_a_projector_chart_text_has_wcag_aa_contrast_and_there_is_no_deploy_b
             texts = pg.evaluate(CHART_TEXT_JS)
             assert len(texts) > 10, f"{title}: too few chart texts found ({len(texts)})"
             low = [(text, fill, round(contrast(parse_rgb(fill, float(op)), BACKGROUND), 2))
-                   for text, fill, op in texts if contrast(parse_rgb(fill, float(op)), BACKGROUND) < 4.5]
+                   for text, fill,
+                   op in texts if contrast(parse_rgb(fill, float(op)), BACKGROUND) < 4.5]
             assert low == [], f"{title}: chart text below 4.5:1 contrast: {low[:8]}"
         assert pg.locator('[data-testid="stAppDeployButton"]').count() == 0
         assert pg.get_by_role("button", name=re.compile("^Deploy")).count() == 0
@@ -125,9 +137,10 @@ def test_on_a_projector_chart_text_has_wcag_aa_contrast_and_there_is_no_deploy_b
         context.close()
 
 
-def test_on_a_phone_the_sentence_box_is_on_the_page_and_enter_or_the_button_runs_it(browser, app_url):  # noqa: F811
-    context, pg = new_page(browser, app_url, "encoder", viewport={"width": 390, "height": 844}, has_touch=True,
-                           is_mobile=True)
+def test_on_a_phone_the_sentence_box_is_on_the_page_and_enter_or_the_button_runs_it(
+        browser, app_url):  # noqa: F811
+    context, pg = new_page(browser, app_url, "encoder", viewport={"width": 390, "height": 844},
+                           has_touch=True, is_mobile=True)
     try:
         box = pg.locator(".st-key-sentence_bar input")
         assert box.is_visible(), "no sentence box on the phone's screen"
@@ -142,10 +155,12 @@ def test_on_a_phone_the_sentence_box_is_on_the_page_and_enter_or_the_button_runs
         before = pg.evaluate("window.__stRuns")
         pg.get_by_role("button", name="Translate ▶").tap()
         wait_for_run(pg, before, sentence="eine frau liest .")
-        # The sidebar follows. Read at once after the wait, its box held the sentence before in about one run of
-        # this file in four: the wait ends when the URL shows the sentence, and the box may take the value the run
-        # set in a later render. So the check waits for it, up to 10 s.
-        expect(pg.get_by_label(re.compile(r"^Sentence"))).to_have_value("eine frau liest .", timeout=10_000)
+        # The sidebar follows. Read at once after the wait, its box held the sentence before in
+        # about one run of this file in four: the wait ends when the URL shows the sentence, and the
+        # box may take the value the run set in a later render. So the check waits for it, up to 10
+        # s.
+        expect(pg.get_by_label(re.compile(r"^Sentence"))).to_have_value("eine frau liest .",
+                                                                        timeout=10_000)
     finally:
         context.close()
     wide, pg = new_page(browser, app_url, "encoder", viewport={"width": 1280, "height": 720})
@@ -155,18 +170,20 @@ def test_on_a_phone_the_sentence_box_is_on_the_page_and_enter_or_the_button_runs
         wide.close()
 
 
-# For each chart, each x axis's tick labels: text, the transform plotly placed it with, its length and font size.
-TICKS_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')).map((p) =>
-  Array.from(p.querySelectorAll('.xaxislayer-above, .xaxislayer-below')).map((layer) =>
-    Array.from(layer.querySelectorAll('.xtick text')).filter((t) => t.textContent.trim()).map((t) =>
-      [t.textContent, t.getAttribute('transform') || '', t.getComputedTextLength(),
-       parseFloat(getComputedStyle(t).fontSize)])))"""
+# For each chart, each x axis's tick labels: text, the transform plotly placed it with, its length
+# and font size.
+TICKS_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot'))
+  .map((p) => Array.from(p.querySelectorAll('.xaxislayer-above, .xaxislayer-below'))
+    .map((layer) => Array.from(layer.querySelectorAll('.xtick text'))
+      .filter((t) => t.textContent.trim()).map((t) =>
+        [t.textContent, t.getAttribute('transform') || '', t.getComputedTextLength(),
+         parseFloat(getComputedStyle(t).fontSize)])))"""
 
 
 def overlapping_ticks(charts: list) -> list:
-    """Pairs of neighbouring tick labels of one axis that overlap. Upright labels (centred on their tick)
-    overlap when their extents do; labels turned by θ are parallel strips one font size high, which
-    overlap when the ticks are closer than font size / sin|θ|."""
+    """Pairs of neighbouring tick labels of one axis that overlap. Upright labels (centred on their
+    tick) overlap when their extents do; labels turned by θ are parallel strips one font size high,
+    which overlap when the ticks are closer than font size / sin|θ|."""
     bad = []
     for axes in charts:
         for ticks in axes:
@@ -188,8 +205,8 @@ def test_on_a_phone_token_tick_labels_do_not_run_together(browser, app_url):  # 
     from tests.browser.test_browser import open_step
 
     sentence = "ein mann spielt mit einem hund im park ."  # 10 tokens with <s> and </s>
-    context, pg = new_page(browser, app_url, "attention", viewport={"width": 390, "height": 844}, has_touch=True,
-                           is_mobile=True)
+    context, pg = new_page(browser, app_url, "attention", viewport={"width": 390, "height": 844},
+                           has_touch=True, is_mobile=True)
     try:
         pg.goto(pg.url.split("?")[0] + "?s=" + urllib.parse.quote(sentence))
         wait_for_run(pg, 0, sentence=sentence)
@@ -203,9 +220,11 @@ def test_on_a_phone_token_tick_labels_do_not_run_together(browser, app_url):  # 
 
 
 
-# The page's main figure: its first chart, or its first table where a table comes first (Tokens: the IDs).
+# The page's main figure: its first chart, or its first table where a table comes first (Tokens: the
+# IDs).
 FIRST_FIGURE_TOP_JS = """() => {
-  const figures = '[data-testid="stPlotlyChart"], [data-testid="stDataFrame"], [data-testid="stTable"]';
+  const figures = '[data-testid="stPlotlyChart"], [data-testid="stDataFrame"], '
+    + '[data-testid="stTable"]';
   const c = document.querySelector('[data-testid="stMain"]').querySelector(figures);
   return c ? c.getBoundingClientRect().top : null; }"""
 
@@ -220,19 +239,22 @@ def test_on_a_projector_each_pages_main_figure_starts_on_the_first_screen(browse
             open_page(pg, info["title"])
             assert_page_healthy(pg, info["title"])
             tops[info["title"]] = pg.evaluate(FIRST_FIGURE_TOP_JS)
-            sideways = pg.evaluate("""() => Array.from(document.querySelectorAll('[class*="st-key-wide"]'))
+            sideways = pg.evaluate("""() => Array.from(
+                document.querySelectorAll('[class*="st-key-wide"]'))
               .filter((e) => e.scrollWidth > e.clientWidth + 1).map((e) => e.className)""")
-            assert sideways == [], f"{info['title']}: a figure scrolls sideways at 1280 px: {sideways}"
+            assert sideways == [], (f"{info['title']}: a figure scrolls sideways at 1280 "
+                                    f"px: {sideways}")
         print(tops)
         # At least the top 120 px of the figure on the first screen: its title and first rows show.
         late = {title: top for title, top in tops.items() if top is None or top > 720 - 120}
-        assert late == {}, f"main figure starts below the first screen (or too low to be seen): {late}"
+        assert late == {}, ("main figure starts below the first screen (or too low to be "
+                            f"seen): {late}")
     finally:
         context.close()
 
 
-# Figures of two or more panels, as drawn: a colour bar or a panel title over a panel's plot area, or two
-# panel titles over each other. Returns {figures: how many were checked, problems: [...]}.
+# Figures of two or more panels, as drawn: a colour bar or a panel title over a panel's plot area,
+# or two panel titles over each other. Returns {figures: how many were checked, problems: [...]}.
 PANELS_JS = """() => {
   const problems = [];
   const meet = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1
@@ -241,46 +263,57 @@ PANELS_JS = """() => {
     .filter((gd) => gd.querySelectorAll('.draglayer .nsewdrag').length >= 2);
   plots.forEach((gd) => {
     const name = (gd.querySelector('.gtitle') || {}).textContent || 'a figure';
-    const areas = Array.from(gd.querySelectorAll('.draglayer .nsewdrag')).map((e) => e.getBoundingClientRect());
-    const bars = Array.from(gd.querySelectorAll('g.colorbar')).map((e) => e.getBoundingClientRect());
-    const titles = Array.from(gd.querySelectorAll('g.annotation')).map((e) => [e.textContent, e.getBoundingClientRect()]);
-    bars.forEach((b) => { if (areas.some((a) => meet(a, b))) problems.push(`${name}: a colour bar over a panel`); });
+    const areas = Array.from(gd.querySelectorAll('.draglayer .nsewdrag'))
+      .map((e) => e.getBoundingClientRect());
+    const bars = Array.from(gd.querySelectorAll('g.colorbar'))
+      .map((e) => e.getBoundingClientRect());
+    const titles = Array.from(gd.querySelectorAll('g.annotation'))
+      .map((e) => [e.textContent, e.getBoundingClientRect()]);
+    bars.forEach((b) => {
+      if (areas.some((a) => meet(a, b))) problems.push(`${name}: a colour bar over a panel`);
+    });
     titles.forEach(([text, t], i) => {
-      if (areas.some((a) => meet(a, t))) problems.push(`${name}: panel title ${JSON.stringify(text)} over a panel`);
+      if (areas.some((a) => meet(a, t)))
+        problems.push(`${name}: panel title ${JSON.stringify(text)} over a panel`);
       titles.slice(i + 1).forEach(([other, u]) => {
-        if (meet(t, u)) problems.push(`${name}: panel titles ${JSON.stringify(text)} and ${JSON.stringify(other)} overlap`
-          + ` (${Math.round(t.left)}-${Math.round(t.right)} and ${Math.round(u.left)}-${Math.round(u.right)} px)`);
+        if (meet(t, u)) problems.push(`${name}: panel titles ${JSON.stringify(text)} `
+          + `and ${JSON.stringify(other)} overlap`
+          + ` (${Math.round(t.left)}-${Math.round(t.right)} `
+          + `and ${Math.round(u.left)}-${Math.round(u.right)} px)`);
       });
     });
   });
   return {figures: plots.length, problems};
 }"""
-CELL_TEXT_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot .heatmaplayer text'))
+CELL_TEXT_JS = """() => Array.from(
+    document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot .heatmaplayer text'))
   .map((t) => parseFloat(getComputedStyle(t).fontSize))"""
 PHONE_SHOTS = ROOT / "screenshots-tmp" / "phone"  # git-ignored; each run replaces its files
 
 
 def test_on_a_phone_no_figure_draws_its_parts_over_each_other_on_any_page_or_step(browser, app_url):  # noqa: F811
-    """At 390 × 844 with touch, every page and every step: a screenshot each (in PHONE_SHOTS); no colour bar
-    or panel title over a panel, no two panel titles over each other, the block diagrams' labels inside
-    their boxes, numbers written in heatmap cells at least 10 px (a figure that needs more width than the
-    phone has scrolls sideways instead)."""
+    """At 390 × 844 with touch, every page and every step: a screenshot each (in PHONE_SHOTS); no
+    colour bar or panel title over a panel, no two panel titles over each other, the block diagrams'
+    labels inside their boxes, numbers written in heatmap cells at least 10 px (a figure that needs
+    more width than the phone has scrolls sideways instead)."""
     from tests.browser.test_browser import DIAGRAM_TEXT_JS, SCROLL_TO_JS, every_step
 
     for old in PHONE_SHOTS.glob("*.png"):
         old.unlink()
-    context, pg = new_page(browser, app_url, "", viewport={"width": 390, "height": 844}, has_touch=True,
-                           is_mobile=True)
+    context, pg = new_page(browser, app_url, "", viewport={"width": 390, "height": 844},
+                           has_touch=True, is_mobile=True)
     problems, shots, multi_panel, diagrams = [], [], 0, 0
     try:
         def by_address(info):  # on a phone the navigation is folded away with the sidebar
-            pg.goto(f"{app_url}/{'' if info['default'] else info['url_path']}?s=" + urllib.parse.quote(FIRST_SENTENCE))
+            pg.goto(f"{app_url}/{'' if info['default'] else info['url_path']}?s="
+                    + urllib.parse.quote(FIRST_SENTENCE))
             wait_for_run(pg, 0, sentence=FIRST_SENTENCE)
 
         for info, n, label in every_step(pg, by_address):
             where = info["title"] + (f" / {label}" if label else "")
             assert_page_healthy(pg, where)
-            shot = PHONE_SHOTS / (f"{info['url_path']}-{n + 1}.png" if label else f"{info['url_path']}.png")
+            shot = PHONE_SHOTS / (f"{info['url_path']}-{n + 1}.png" if label
+                                  else f"{info['url_path']}.png")
             shot.parent.mkdir(parents=True, exist_ok=True)
             if label is not None:  # the step's own content fills the picture, not the page's header
                 pg.locator('[data-testid="stMain"] [role="tablist"]').first.evaluate(SCROLL_TO_JS)
@@ -289,21 +322,26 @@ def test_on_a_phone_no_figure_draws_its_parts_over_each_other_on_any_page_or_ste
             panels, drawn = pg.evaluate(PANELS_JS), pg.evaluate(DIAGRAM_TEXT_JS)
             small = [size for size in pg.evaluate(CELL_TEXT_JS) if size < 10]
             if small:
-                problems.append(f"{where}: {len(small)} numbers in heatmap cells smaller than 10 px")
+                problems.append(f"{where}: {len(small)} numbers in heatmap cells smaller than 10 "
+                                "px")
             multi_panel, diagrams = multi_panel + panels["figures"], diagrams + drawn["diagrams"]
             problems += [f"{where}: {p}" for p in panels["problems"] + drawn["problems"]]
     finally:
         context.close()
-    print(f"{len(shots)} screenshots in {PHONE_SHOTS}; {multi_panel} multi-panel figures, {diagrams} diagrams checked")
+    print(f"{len(shots)} screenshots in {PHONE_SHOTS}; {multi_panel} multi-panel "
+          f"figures, {diagrams} diagrams checked")
     assert multi_panel >= 5 and diagrams == 3
     assert problems == [], "drawn over each other at 390 px:\n" + "\n".join(problems)
 
 
-def test_on_a_projector_the_layer_and_head_pickers_are_on_the_sidebars_first_screen(browser, app_url):  # noqa: F811
+def test_on_a_projector_the_layer_and_head_pickers_are_on_the_sidebars_first_screen(
+        browser, app_url):  # noqa: F811
     context, pg = new_page(browser, app_url, "encoder", viewport={"width": 1280, "height": 720})
     try:
         for name in ("Layer", "Head"):
-            box = pg.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]', has_text=name).first.bounding_box()
-            assert box is not None and box["y"] + box["height"] <= 720, f"the {name} picker is below 720 px: {box}"
+            box = pg.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]',
+                             has_text=name).first.bounding_box()
+            assert box is not None and box["y"] + box["height"] <= 720, (f"the {name} picker is "
+                                                                         f"below 720 px: {box}")
     finally:
         context.close()

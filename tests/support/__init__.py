@@ -1,1 +1,2 @@
-"""Helpers shared by the tests and the benchmarks (bench/ imports from here, never the other way round)."""
+"""Helpers shared by the tests and the benchmarks (bench/ imports from here, never the other way
+round)."""

@@ -1,5 +1,6 @@
-"""Driving the app in Streamlit's AppTest and reading what a page drew: its charts as plotly JSON (read them
-with tests/support/figures.py) and its formulas. The fixtures that make an AppTest are in tests/conftest.py."""
+"""Driving the app in Streamlit's AppTest and reading what a page drew: its charts as plotly JSON
+(read them with tests/support/figures.py) and its formulas. The fixtures that make an AppTest are in
+tests/conftest.py."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ def rerun(at: AppTest) -> AppTest:
 
 
 def open_page(at: AppTest, page: str) -> AppTest:
-    """``at`` after a first run on the default page, then on ``page`` (a file in transformer_viz/app/pages/)."""
+    """``at`` after a first run on the default page, then on ``page`` (a file in
+    transformer_viz/app/pages/)."""
     rerun(at)
     at.switch_page(page)
     return rerun(at)
@@ -31,7 +33,8 @@ def change_sentence(at: AppTest, sentence: str) -> AppTest:
 
 
 def charts(at: AppTest) -> dict[str, str]:
-    """Chart name (the name given to widgets.chart) -> its plotly JSON, for every chart on the page."""
+    """Chart name (the name given to widgets.chart) -> its plotly JSON, for every chart on the
+    page."""
     return {c.proto.id.split("-chart-", 1)[1]: c.proto.spec for c in at.get("plotly_chart")}
 
 

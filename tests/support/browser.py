@@ -1,10 +1,10 @@
-"""Driving the app in headless Chromium: shared by tests/browser/test_browser.py, bench/app_speed.py and
-bench/load_test.py.
+"""Driving the app in headless Chromium: shared by tests/browser/test_browser.py, bench/app_speed.py
+and bench/load_test.py.
 
-Debian's Chromium (/usr/bin/chromium), started by playwright with the flags below; the app started with
-`streamlit run app.py` on a free port of 127.0.0.1; and two small scripts run in the page that tell when
-the Streamlit run after an action is over and every chart is drawn, so that no wait guesses with sleeps.
-Only the standard library (and the list of pages, plain data) is imported here.
+Debian's Chromium (/usr/bin/chromium), started by playwright with the flags below; the app started
+with `streamlit run app.py` on a free port of 127.0.0.1; and two small scripts run in the page that
+tell when the Streamlit run after an action is over and every chart is drawn, so that no wait
+guesses with sleeps. Only the standard library (and the list of pages, plain data) is imported here.
 """
 
 from __future__ import annotations
@@ -24,16 +24,18 @@ from transformer_viz.app.navigation import DEFAULT_PAGE, PAGES
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = ROOT / ".venv" / "bin" / "python"
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 CHECKPOINTS_ENV = "TRANSFORMER_VIZ_CHECKPOINTS"
 
-# Browser-side: count the Streamlit runs that start, so "the run after my action is done" needs no sleeps.
+# Browser-side: count the Streamlit runs that start, so "the run after my action is done" needs no
+# sleeps.
 COUNT_RUNS_JS = """
 window.__stRuns = 0;
 new MutationObserver((records) => {
   // A record holds only the value *before* the change: a short run can start and end before this
-  // callback, so each record's new value is the next record's old value (or, for the last, the current one).
+  // callback, so each record's new value is the next record's old value (or, for the last, the
+  // current one).
   records.forEach((r, i) => {
     const next = records.slice(i + 1).find((n) => n.target === r.target);
     const value = next ? next.oldValue : r.target.getAttribute('data-test-script-state');
@@ -42,20 +44,22 @@ new MutationObserver((records) => {
 }).observe(document, {subtree: true, attributes: true, attributeOldValue: true,
                       attributeFilter: ['data-test-script-state']});
 """
-# The run after an action has finished, nothing is a loading skeleton, every plotly chart drew its svg.
-# The argument is `after` (the run count before the action) or {after, sentence, title, step}. Counting
-# runs alone misses fast ones: when the server's "started" and "finished" messages arrive together, React
-# applies both in one render and the script-state attribute never changes (1 commit in 3 on a trivial
-# page). So the run also counts as done once the page shows what the action asked for: the app mirrors
-# the sentence (?s=) and the open step (?step=, from 1) into the URL, and a page switch shows the new
-# page's title; any other action can name a text the page shows only after its run (text=).
-# An action that changes only charts can pass their content before it (charts=, from CHART_CONTENT_JS): the
-# run then also counts as done once some chart's content differs. What a chart shows, without plotly's
-# per-render random ids: its text, raster images (heatmaps) and paths.
-CHART_CONTENT_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot'))
+# The run after an action has finished, nothing is a loading skeleton, every plotly chart drew its
+# svg. The argument is `after` (the run count before the action) or {after, sentence, title, step}.
+# Counting runs alone misses fast ones: when the server's "started" and "finished" messages arrive
+# together, React applies both in one render and the script-state attribute never changes (1 commit
+# in 3 on a trivial page). So the run also counts as done once the page shows what the action asked
+# for: the app mirrors the sentence (?s=) and the open step (?step=, from 1) into the URL, and a
+# page switch shows the new page's title; any other action can name a text the page shows only after
+# its run (text=). An action that changes only charts can pass their content before it (charts=,
+# from CHART_CONTENT_JS): the run then also counts as done once some chart's content differs. What a
+# chart shows, without plotly's per-render random ids: its text, raster images (heatmaps) and paths.
+CHART_CONTENT_JS = """() => Array.from(
+    document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot'))
   .map((p) => [p.textContent,
                ...Array.from(p.querySelectorAll('image')).map((i) => i.getAttribute('href')),
-               ...Array.from(p.querySelectorAll('path')).map((d) => d.getAttribute('d'))].join('|'))"""
+               ...Array.from(p.querySelectorAll('path'))
+                 .map((d) => d.getAttribute('d'))].join('|'))"""
 RUN_DONE_JS = """(arg) => {
   const {after, sentence = null, title = null, step = null, text = null, charts = null} =
     typeof arg === 'number' ? {after: arg} : arg;
@@ -79,12 +83,15 @@ RUN_DONE_JS = """(arg) => {
 }"""
 # What went wrong on the page, as text (exceptions and error boxes); empty when all is well.
 PAGE_ERRORS_JS = """() => Array.from(document.querySelectorAll(
-  '[data-testid="stException"], [data-testid="stAlertContentError"]')).map((e) => e.innerText.slice(0, 300))"""
+  '[data-testid="stException"], [data-testid="stAlertContentError"]'))
+  .map((e) => e.innerText.slice(0, 300))"""
 
 
 def app_pages() -> list[dict]:
-    """The app's pages in navigation order (transformer_viz.app.navigation): file, title, url_path, default."""
-    return [{"file": page.file, "title": page.title, "url_path": page.url_path, "default": page == DEFAULT_PAGE}
+    """The app's pages in navigation order (transformer_viz.app.navigation): file, title, url_path,
+    default."""
+    return [{"file": page.file, "title": page.title, "url_path": page.url_path,
+             "default": page == DEFAULT_PAGE}
             for page in PAGES]
 
 
@@ -94,7 +101,8 @@ def default_page() -> dict:
 
 
 def page_url(base: str, info: dict) -> str:
-    """The address of one of :func:`app_pages` on the app at ``base``: the default page at the root."""
+    """The address of one of :func:`app_pages` on the app at ``base``: the default page at the
+    root."""
     return f"{base}/{'' if info['default'] else info['url_path']}"
 
 
@@ -107,9 +115,10 @@ def free_port() -> int:
 def start_server(checkpoints: Path | None, port: int | None = None, log_path: Path | None = None,
                  timeout_s: float = 120, env: dict[str, str] | None = None, script: str = "app.py",
                  script_args: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str, float]:
-    """`streamlit run app.py` on 127.0.0.1; returns (process, url, seconds until /_stcore/health answered).
-    `env`: variables set for the server on top of this process's environment; `script` and `script_args`:
-    another script of the project to run instead (a benchmark's yardstick page), and its own arguments."""
+    """`streamlit run app.py` on 127.0.0.1; returns (process, url, seconds until /_stcore/health
+    answered). `env`: variables set for the server on top of this process's environment; `script`
+    and `script_args`: another script of the project to run instead (a benchmark's yardstick page),
+    and its own arguments."""
     port = port or free_port()
     env = {**os.environ, **(env or {})}
     if checkpoints is not None:
@@ -119,8 +128,8 @@ def start_server(checkpoints: Path | None, port: int | None = None, log_path: Pa
     proc = subprocess.Popen(
         [str(PYTHON if PYTHON.exists() else sys.executable), "-m", "streamlit", "run", script,
          "--server.headless", "true", "--server.port", str(port), "--server.address", "127.0.0.1",
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", "--server.runOnSave", "false",
-         *(("--", *script_args) if script_args else ())],
+         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
+         "--server.runOnSave", "false", *(("--", *script_args) if script_args else ())],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     if log_path:
         log.close()  # the child keeps its own handle
@@ -128,7 +137,8 @@ def start_server(checkpoints: Path | None, port: int | None = None, log_path: Pa
     try:
         while time.perf_counter() - t0 < timeout_s:
             if proc.poll() is not None:
-                raise RuntimeError(f"streamlit exited with {proc.returncode}" + (f"; see {log_path}" if log_path else ""))
+                raise RuntimeError(f"streamlit exited with {proc.returncode}"
+                                   + (f"; see {log_path}" if log_path else ""))
             try:
                 with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
                     if resp.status == 200:
@@ -160,7 +170,8 @@ def children(pid: int) -> list[int]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])  # the command name may hold spaces and parentheses
+        # the command name may hold spaces and parentheses
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
         if ppid == pid:
             kids.append(int(entry.name))
     return kids
@@ -179,8 +190,8 @@ def process_tree(pids: list[int]) -> list[int]:
 
 @contextlib.contextmanager
 def serving(checkpoints: Path | None, log: Path, timeout_s: float):
-    """The app running on ``checkpoints`` for a module's browser tests: yields its address, fails the
-    test with the server's log when it does not start, stops it afterwards."""
+    """The app running on ``checkpoints`` for a module's browser tests: yields its address, fails
+    the test with the server's log when it does not start, stops it afterwards."""
     import pytest
 
     try:

@@ -1,11 +1,11 @@
 """Two app processes behind nginx, all on 127.0.0.1: deploy/nginx.conf as written, with only the
 deployment's addresses swapped for local ones (the port nginx listens on, its certificate, the app
-processes' ports, the folder of the copy of Streamlit's frontend, made here by deploy/static_files.py).
-Shared by tests/browser/test_proxy.py and bench/proxy_capacity.py.
+processes' ports, the folder of the copy of Streamlit's frontend, made here by
+deploy/static_files.py). Shared by tests/browser/test_proxy.py and bench/proxy_capacity.py.
 
-nginx and openssl are Debian's (`apt-get install nginx-light openssl`); the certificate is a throwaway
-self-signed one for the example's host name, which the browser maps to 127.0.0.1 (CHROMIUM_PROXY_ARGS).
-Only the standard library is imported here.
+nginx and openssl are Debian's (`apt-get install nginx-light openssl`); the certificate is a
+throwaway self-signed one for the example's host name, which the browser maps to 127.0.0.1
+(CHROMIUM_PROXY_ARGS). Only the standard library is imported here.
 """
 
 from __future__ import annotations
@@ -40,14 +40,16 @@ RUN_LOG_ENV = "TRANSFORMER_VIZ_RUN_LOG"
 LISTEN = "listen 443 ssl http2;"
 CERT = "ssl_certificate     /etc/ssl/certs/viz.example.edu.pem;"
 KEY = "ssl_certificate_key /etc/ssl/private/viz.example.edu.key;"
-STATIC_ROOT = "root /var/www/transformer-viz;"  # the folder that holds static/, deploy/static_files.py's copy
+# the folder that holds static/, deploy/static_files.py's copy
+STATIC_ROOT = "root /var/www/transformer-viz;"
 MIME_TYPES = Path("/etc/nginx/mime.types")  # Debian's, included by its nginx.conf around every site
 APP_PORTS = (8501, 8502)  # its app processes, named a and b in the cookie
 
 
 def nginx_binary() -> str | None:
     """Debian installs nginx in /usr/sbin, which is not on every user's PATH."""
-    return shutil.which("nginx") or next((p for p in ["/usr/sbin/nginx"] if os.access(p, os.X_OK)), None)
+    return (shutil.which("nginx")
+            or next((p for p in ["/usr/sbin/nginx"] if os.access(p, os.X_OK)), None))
 
 
 def _replace_once(text: str, old: str, new: str) -> str:
@@ -57,10 +59,10 @@ def _replace_once(text: str, old: str, new: str) -> str:
     return text.replace(old, new)
 
 
-def site_config(cert: Path, key: Path, app_ports: list[int] | None = None, listen_port: int | None = None,
-                static_root: Path | None = None) -> str:
-    """deploy/nginx.conf with the certificate swapped, and, when given, the app ports, nginx's port and the
-    folder that holds the copy of Streamlit's frontend."""
+def site_config(cert: Path, key: Path, app_ports: list[int] | None = None,
+                listen_port: int | None = None, static_root: Path | None = None) -> str:
+    """deploy/nginx.conf with the certificate swapped, and, when given, the app ports, nginx's port
+    and the folder that holds the copy of Streamlit's frontend."""
     text = NGINX_CONF.read_text(encoding="utf-8")
     text = _replace_once(text, CERT, f"ssl_certificate     {cert};")
     text = _replace_once(text, KEY, f"ssl_certificate_key {key};")
@@ -70,23 +72,29 @@ def site_config(cert: Path, key: Path, app_ports: list[int] | None = None, liste
         text = _replace_once(text, LISTEN, f"listen 127.0.0.1:{listen_port} ssl http2;")
     if app_ports is not None:
         if len(app_ports) != len(APP_PORTS):
-            raise ValueError(f"{NGINX_CONF.name} describes {len(APP_PORTS)} app processes, not {len(app_ports)}")
+            raise ValueError(f"{NGINX_CONF.name} describes {len(APP_PORTS)} app processes, "
+                             f"not {len(app_ports)}")
         ports = dict(zip(map(str, APP_PORTS), map(str, app_ports)))
-        text, n = re.subn(r"\b(" + "|".join(ports) + r")\b", lambda m: ports[m[1]], text)  # in one pass: no port renamed twice
+        # in one pass: no port renamed twice
+        text, n = re.subn(r"\b(" + "|".join(ports) + r")\b", lambda m: ports[m[1]], text)
         if n < 2 * len(ports):
             raise ValueError(f"{NGINX_CONF.name} no longer names the ports {APP_PORTS}")
     return text
 
 
 def main_config(workdir: Path, site: Path) -> str:
-    """The nginx.conf around the site: everything in `workdir`, and an access log that names, for every
-    request, the cookie the browser sent, the app process(es) tried and the cookie sent back."""
-    temp = "\n".join(f"    {name}_temp_path {workdir / name};" for name in ("client_body", "proxy", "fastcgi", "uwsgi",
+    """The nginx.conf around the site: everything in `workdir`, and an access log that names, for
+    every request, the cookie the browser sent, the app process(es) tried and the cookie sent
+    back."""
+    temp = "\n".join(f"    {name}_temp_path {workdir / name};"
+                     for name in ("client_body", "proxy", "fastcgi", "uwsgi",
                                                                              "scgi"))
     # The file types as Debian's own nginx.conf has them, for the files nginx serves itself.
-    mime_types = f"    include {MIME_TYPES};\n    default_type application/octet-stream;" if MIME_TYPES.exists() else ""
-    # Workers run as whoever runs the tests (who owns `workdir`, where they read the copy of Streamlit's
-    # frontend), not as nginx's default unprivileged user; a non-root nginx ignores the line.
+    mime_types = (f"    include {MIME_TYPES};\n    default_type application/octet-stream;"
+                  if MIME_TYPES.exists() else "")
+    # Workers run as whoever runs the tests (who owns `workdir`, where they read the copy of
+    # Streamlit's frontend), not as nginx's default unprivileged user; a non-root nginx ignores the
+    # line.
     return f"""user {pwd.getpwuid(os.geteuid()).pw_name};
 pid {workdir / 'nginx.pid'};
 error_log {workdir / 'error.log'} notice;
@@ -104,28 +112,33 @@ http {{
 
 
 def self_signed_certificate(workdir: Path) -> tuple[Path, Path]:
-    """A certificate for HOST, valid for two days (browsers in the tests ignore that it is self-signed)."""
+    """A certificate for HOST, valid for two days (browsers in the tests ignore that it is
+    self-signed)."""
     cert, key = workdir / "cert.pem", workdir / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                    "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", f"/CN={HOST}",
-                    "-addext", f"subjectAltName=DNS:{HOST}"], check=True, capture_output=True, timeout=60)
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "2", "-subj", f"/CN={HOST}", "-addext",
+                    f"subjectAltName=DNS:{HOST}"], check=True, capture_output=True, timeout=60)
     return cert, key
 
 
 def copy_static(static_root: Path) -> None:
-    """deploy/static_files.py with the app's Python: Streamlit's frontend, compressed, in static_root/static."""
+    """deploy/static_files.py with the app's Python: Streamlit's frontend, compressed, in
+    static_root/static."""
     python = PYTHON if PYTHON.exists() else Path(sys.executable)
-    subprocess.run([str(python), str(ROOT / "deploy" / "static_files.py"), str(static_root / "static")],
+    subprocess.run([str(python), str(ROOT / "deploy" / "static_files.py"),
+                    str(static_root / "static")],
                    check=True, capture_output=True, timeout=300)
 
 
 def write_config(workdir: Path, app_ports: list[int], listen_port: int) -> Path:
-    """Certificate, the copy of Streamlit's frontend (in static-root/), site and main configuration in
-    `workdir`; returns the main configuration's path."""
+    """Certificate, the copy of Streamlit's frontend (in static-root/), site and main configuration
+    in `workdir`; returns the main configuration's path."""
     cert, key = self_signed_certificate(workdir)
     copy_static(workdir / "static-root")
     site = workdir / "transformer-viz.conf"
-    site.write_text(site_config(cert, key, app_ports, listen_port, workdir / "static-root"), encoding="utf-8")
+    site.write_text(site_config(cert, key, app_ports, listen_port, workdir / "static-root"),
+                    encoding="utf-8")
     conf = workdir / "nginx.conf"
     conf.write_text(main_config(workdir, site), encoding="utf-8")
     return conf
@@ -133,19 +146,26 @@ def write_config(workdir: Path, app_ports: list[int], listen_port: int) -> Path:
 
 def check_config(conf: Path) -> subprocess.CompletedProcess:
     """`nginx -t`: parses the configuration and loads its certificates; binds no port."""
-    return subprocess.run([nginx_binary(), "-t", "-q", "-e", str(conf.parent / "error.log"), "-c", str(conf)],
+    return subprocess.run([nginx_binary(), "-t", "-q", "-e", str(conf.parent / "error.log"),
+                           "-c", str(conf)],
                           capture_output=True, text=True, timeout=60)
 
 
-def start_nginx(workdir: Path, app_ports: list[int], listen_port: int, timeout_s: float = 30) -> subprocess.Popen:
-    """nginx in the foreground, in a process group of its own (master and worker), listening on 127.0.0.1."""
+def start_nginx(workdir: Path, app_ports: list[int], listen_port: int,
+                timeout_s: float = 30) -> subprocess.Popen:
+    """nginx in the foreground, in a process group of its own (master and worker), listening on
+    127.0.0.1."""
     conf = write_config(workdir, app_ports, listen_port)
-    proc = subprocess.Popen([nginx_binary(), "-e", str(workdir / "error.log"), "-c", str(conf), "-g", "daemon off;"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen([nginx_binary(), "-e", str(workdir / "error.log"), "-c", str(conf),
+                             "-g", "daemon off;"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+                            start_new_session=True)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"nginx exited with {proc.returncode}: {(workdir / 'error.log').read_text()[-2000:]}")
+            raise RuntimeError("nginx exited "
+                               f"with {proc.returncode}: "
+                               f"{(workdir / 'error.log').read_text()[-2000:]}")
         try:
             socket.create_connection(("127.0.0.1", listen_port), timeout=1).close()
             return proc
@@ -156,7 +176,8 @@ def start_nginx(workdir: Path, app_ports: list[int], listen_port: int, timeout_s
 
 
 def stop_nginx(proc: subprocess.Popen) -> None:
-    """Stop the master, then whatever is left of its process group (a worker holding a websocket)."""
+    """Stop the master, then whatever is left of its process group (a worker holding a
+    websocket)."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)  # fast shutdown: open websockets are cut
         try:
@@ -171,23 +192,25 @@ def stop_nginx(proc: subprocess.Popen) -> None:
 
 
 def access_log(workdir: Path) -> list[dict]:
-    """Every request nginx logged: time, status, request line, the cookie sent, the app ports tried (in
-    order; none for a file nginx served itself), the cookie sent back (the process that answered) and the
-    bytes sent. A websocket is logged when it closes."""
+    """Every request nginx logged: time, status, request line, the cookie sent, the app ports tried
+    (in order; none for a file nginx served itself), the cookie sent back (the process that
+    answered) and the bytes sent. A websocket is logged when it closes."""
     path = workdir / "access.log"
     if not path.exists():
         return []
-    pattern = re.compile(r'^(\S+) (\d+) "([^"]*)" cookie=(\S*) upstream=(.*) served=(\S*) bytes=(\d+)$')
+    pattern = re.compile(r'^(\S+) (\d+) "([^"]*)" cookie=(\S*) upstream=(.*) served=(\S*) '
+                         r'bytes=(\d+)$')
     return [{"time": float(m[1]), "status": int(m[2]), "request": m[3], "cookie": m[4],
-             "ports": [int(u.rsplit(":", 1)[1]) for u in re.split(r"[,:] ", m[5]) if ":" in u], "served": m[6],
-             "bytes": int(m[7])}
+             "ports": [int(u.rsplit(":", 1)[1]) for u in re.split(r"[,:] ", m[5]) if ":" in u],
+             "served": m[6], "bytes": int(m[7])}
             for m in map(pattern.match, path.read_text(encoding="utf-8").splitlines()) if m]
 
 
 @dataclass
 class Cluster:
-    """Two app processes (`streamlit run app.py`) and nginx in front, as docs/deployment.md §4 sets them up.
-    Every process appends to one run log (TRANSFORMER_VIZ_RUN_LOG), each line naming its pid and session."""
+    """Two app processes (`streamlit run app.py`) and nginx in front, as docs/deployment.md §4 sets
+    them up. Every process appends to one run log (TRANSFORMER_VIZ_RUN_LOG), each line naming its
+    pid and session."""
 
     workdir: Path
     checkpoints: Path
@@ -206,9 +229,12 @@ class Cluster:
         return self.workdir / "runs.jsonl"
 
     def start_app(self, port: int) -> subprocess.Popen:
-        # The same cookie secret everywhere, as the docs ask (it signs cookies that any process may read).
-        env = {RUN_LOG_ENV: str(self.run_log), "STREAMLIT_SERVER_COOKIE_SECRET": "transformer-viz-test-secret"}
-        self.apps[port], _, _ = start_server(self.checkpoints, port, log_path=self.workdir / f"app-{port}.log",
+        # The same cookie secret everywhere, as the docs ask (it signs cookies that any process may
+        # read).
+        env = {RUN_LOG_ENV: str(self.run_log),
+               "STREAMLIT_SERVER_COOKIE_SECRET": "transformer-viz-test-secret"}
+        self.apps[port], _, _ = start_server(self.checkpoints, port,
+                                             log_path=self.workdir / f"app-{port}.log",
                                              timeout_s=self.timeout_s, env=env)
         return self.apps[port]
 
@@ -230,7 +256,8 @@ class Cluster:
     def runs(self) -> list[dict]:
         if not self.run_log.exists():
             return []
-        return [json.loads(line) for line in self.run_log.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return [json.loads(line) for line in self.run_log.read_text(encoding="utf-8").splitlines()
+                if line.strip()]
 
     def nginx_workers(self) -> list[int]:
         return process_tree([self.nginx.pid])[1:]

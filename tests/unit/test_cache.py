@@ -1,8 +1,8 @@
 """Decoding runs the model's one forward pass with a key/value cache: every step's logits equal the
-full recomputation of the prefix (torch.allclose), on every configuration the model supports, with few
-rows (the products' transposed layouts) and many, padded and not; greedy and both beam searches write
-the same tokens as decoding that recomputes the whole prefix at every step; the products' layouts
-(models/products.py) change no token and are rebuilt when a weight changes in place."""
+full recomputation of the prefix (torch.allclose), on every configuration the model supports, with
+few rows (the products' transposed layouts) and many, padded and not; greedy and both beam searches
+write the same tokens as decoding that recomputes the whole prefix at every step; the products'
+layouts (models/products.py) change no token and are rebuilt when a weight changes in place."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ VARIANTS = {
 def _model(**changes) -> Transformer:
     torch.manual_seed(0)
     model = Transformer(dataclasses.replace(preset("tiny", vocab_size=60), **changes)).eval()
-    with torch.no_grad():  # random LayerNorms and logits bias: the defaults (1, 0) would hide a mix-up
+    # random LayerNorms and logits bias: the defaults (1, 0) would hide a mix-up
+    with torch.no_grad():
         for name, p in model.named_parameters():
             if "norm" in name:
                 p.add_(torch.randn_like(p) * 0.3)
@@ -84,12 +85,13 @@ def _recomputing_greedy(model: Transformer, src: torch.Tensor, max_len: int) -> 
 def test_greedy_decoding_with_the_cache_writes_what_recomputation_writes(variant):
     model = _model(**VARIANTS[variant])
     src = _source(4, 8, padded=True)
-    assert greedy_decode(model, src, max_len=12, record=False).tokens == _recomputing_greedy(model, src, 12)
+    assert (greedy_decode(model, src, max_len=12, record=False).tokens
+            == _recomputing_greedy(model, src, 12))
 
 
 class _Recomputing:
-    """A model whose decode_step runs the whole prefix through the forward pass (no cache): beam search
-    on it is the reference for beam search on the cached steps."""
+    """A model whose decode_step runs the whole prefix through the forward pass (no cache): beam
+    search on it is the reference for beam search on the cached steps."""
 
     def __init__(self, model: Transformer) -> None:
         self.model, self.cfg = model, model.cfg

@@ -1,5 +1,5 @@
-"""Checkpoints load only from safetensors + JSON: round trips, refused pickles, damaged files, and the
-app's checkpoint discovery (no path from the page, no symlink out of the configured roots)."""
+"""Checkpoints load only from safetensors + JSON: round trips, refused pickles, damaged files, and
+the app's checkpoint discovery (no path from the page, no symlink out of the configured roots)."""
 
 from __future__ import annotations
 
@@ -54,7 +54,8 @@ def test_load_in_bfloat16(checkpoint_dir, tiny_model):
     ckpt = load_checkpoint(checkpoint_dir, dtype="bfloat16")
     assert {p.dtype for p in ckpt.model.parameters()} == {torch.bfloat16}
     expected = logits(tiny_model)
-    torch.testing.assert_close(logits(ckpt.model).float(), expected, rtol=0, atol=0.05 * expected.abs().max().item())
+    torch.testing.assert_close(logits(ckpt.model).float(), expected, rtol=0,
+                               atol=0.05 * expected.abs().max().item())
     with pytest.raises(CheckpointError, match="dtype must be one of float32, bfloat16"):
         load_checkpoint(checkpoint_dir, dtype="float8")
 
@@ -90,6 +91,15 @@ def write_payload(path: Path, marker: Path) -> Path:
     return path
 
 
+def assert_refused_unopened(command: str, path: Path, word: str, capsys, marker: Path) -> None:
+    """The command line refuses the path with exit code 2 and a message naming ``word``, no
+    traceback, and the payload never ran."""
+    assert main([command, "--checkpoint", str(path), "ein mann"]) == 2
+    err = capsys.readouterr().err
+    assert word in err and "Traceback" not in err
+    assert not marker.exists()
+
+
 def test_the_payload_is_real(tmp_path):
     marker = tmp_path / "control-marker"
     pickle.loads(pickle.dumps(Payload(marker)))
@@ -97,17 +107,15 @@ def test_the_payload_is_real(tmp_path):
 
 
 @pytest.mark.parametrize("suffix", [".pt", ".bin", ".pkl"])
-def test_directory_with_only_a_pickle_is_refused(suffix, checkpoint_dir, tmp_path, no_unpickling, capsys):
+def test_directory_with_only_a_pickle_is_refused(suffix, checkpoint_dir, tmp_path,
+                                                 no_unpickling, capsys):
     marker = tmp_path / "marker"
     path = copy_checkpoint(checkpoint_dir, tmp_path)
     (path / "model.safetensors").unlink()
     write_payload(path / f"pytorch_model{suffix}", marker)
     with pytest.raises(CheckpointError, match="only pickle weights.*never opened"):
         load_checkpoint(path)
-    assert main(["translate", "--checkpoint", str(path), "ein mann"]) == 2
-    err = capsys.readouterr().err
-    assert "never opened" in err and "Traceback" not in err
-    assert not marker.exists()
+    assert_refused_unopened("translate", path, "never opened", capsys, marker)
 
 
 @pytest.mark.parametrize("suffix", [".pt", ".bin", ".pkl", ".PT"])
@@ -116,10 +124,7 @@ def test_pickle_file_as_checkpoint_path_is_refused(suffix, tmp_path, no_unpickli
     path = write_payload(tmp_path / f"model{suffix}", marker)
     with pytest.raises(CheckpointError, match="is a pickle file.*never loaded"):
         load_checkpoint(path)
-    assert main(["trace", "--checkpoint", str(path), "ein mann"]) == 2
-    err = capsys.readouterr().err
-    assert "pickle" in err and "Traceback" not in err
-    assert not marker.exists()
+    assert_refused_unopened("trace", path, "pickle", capsys, marker)
 
 
 def test_pickle_beside_safetensors_is_ignored(checkpoint_dir, tiny_model, tmp_path, no_unpickling):
@@ -153,8 +158,10 @@ def test_shapes_that_do_not_match_the_config_name_the_tensor(checkpoint_dir, tmp
         load_checkpoint(path)
     message = str(info.value)
     assert "does not match config.json" in message
-    assert "decoder_layers.0.ffn.w_1.weight has shape (64, 32), config.json needs (128, 32)" in message
-    assert "(and 7 more)" in message  # 12 tensors change shape with d_ff: 5 named, the count of the rest
+    assert ("decoder_layers.0.ffn.w_1.weight has shape (64, 32), config.json needs (128, 32)"
+            in message)
+    # 12 tensors change shape with d_ff: 5 named, the count of the rest
+    assert "(and 7 more)" in message
 
 
 def test_a_layer_missing_from_the_weights(checkpoint_dir, tmp_path):
@@ -234,7 +241,8 @@ def test_other_damage(checkpoint_dir, tmp_path, tokenizer, capsys):
     with torch.no_grad():
         model.encoder_layers[1].ffn.w_2.weight[0, 0] = float("nan")
     save_checkpoint(tmp_path / "nan", model, tokenizer)
-    with pytest.raises(CheckpointError, match="NaN or infinite values in encoder_layers.1.ffn.w_2.weight"):
+    with pytest.raises(CheckpointError,
+                       match="NaN or infinite values in encoder_layers.1.ffn.w_2.weight"):
         load_checkpoint(tmp_path / "nan")
     assert main(["translate", "--checkpoint", str(tmp_path / "nan"), "ein"]) == 2
     assert "Traceback" not in capsys.readouterr().err
@@ -251,14 +259,16 @@ def test_list_checkpoints_stays_inside_the_roots(checkpoint_dir, tmp_path, monke
     outside.mkdir()
     shutil.copytree(checkpoint_dir, root / "good")
     shutil.copytree(checkpoint_dir, outside / "secret")
-    (root / "escape").symlink_to(outside / "secret", target_is_directory=True)  # a symlink out of the root
+    # a symlink out of the root
+    (root / "escape").symlink_to(outside / "secret", target_is_directory=True)
     (root / "alias").symlink_to(root / "good", target_is_directory=True)  # a symlink inside: fine
     shutil.copytree(checkpoint_dir, root / "a..b")
     shutil.copytree(checkpoint_dir, root / ".hidden")
     inner = root / "inner-link"
     shutil.copytree(checkpoint_dir, inner)
     (inner / "model.safetensors").unlink()
-    (inner / "model.safetensors").symlink_to(outside / "secret" / "model.safetensors")  # a file pointing out
+    # a file pointing out
+    (inner / "model.safetensors").symlink_to(outside / "secret" / "model.safetensors")
     (root / "no-config").mkdir()
     monkeypatch.setenv(catalogue.CHECKPOINTS_ENV, f"{root}{os.pathsep}{tmp_path / 'missing-root'}")
 
@@ -274,4 +284,5 @@ def test_list_checkpoints_stays_inside_the_roots(checkpoint_dir, tmp_path, monke
     # without the variable: only the project's checkpoints/
     monkeypatch.delenv(catalogue.CHECKPOINTS_ENV)
     assert catalogue.checkpoint_roots() == [catalogue.CHECKPOINTS_DIR]
-    assert catalogue.CHECKPOINTS_DIR == Path(__file__).resolve().parents[2] / "checkpoints"  # in a clone
+    # in a clone
+    assert catalogue.CHECKPOINTS_DIR == Path(__file__).resolve().parents[2] / "checkpoints"

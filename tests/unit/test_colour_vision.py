@@ -75,7 +75,8 @@ def delta_e(a: str, b: str, vision: str) -> float:
 @pytest.mark.parametrize("vision", VISION)
 @pytest.mark.parametrize("group", CATEGORIES)
 def test_colours_a_figure_keeps_apart_stay_apart(group, vision):
-    close = [(a, b, round(delta_e(a, b, vision), 1)) for a, b in itertools.combinations(CATEGORIES[group], 2)
+    close = [(a, b, round(delta_e(a, b, vision), 1)) for a,
+             b in itertools.combinations(CATEGORIES[group], 2)
              if delta_e(a, b, vision) < MIN_DELTA_E[group]]
     assert not close, f"{group} under {vision}: {close}"
 
@@ -92,7 +93,8 @@ def test_colour_scales_keep_their_order_and_their_ends_apart(name, vision):
     ends = delta_e(colours[0], colours[-1], vision)
     if name == common.DIVERGING:  # two arms from a light middle: each arm's lightness runs one way
         middle = len(colours) // 2
-        assert np.all(np.diff(lightness[: middle + 1]) > 0) and np.all(np.diff(lightness[middle:]) < 0)
+        assert (np.all(np.diff(lightness[: middle + 1]) > 0)
+                and np.all(np.diff(lightness[middle:]) < 0))
         assert ends > 20 and min(delta_e(colours[0], colours[middle], vision),
                                  delta_e(colours[-1], colours[middle], vision)) > 30
     else:  # one direction of lightness from one end to the other

@@ -1,6 +1,7 @@
-"""The CTranslate2 conversion (transformer_viz/interop/ctranslate2.py): the converted model computes our model's numbers
-and translations and leaves our weights and torch's threads alone, so bench/hf_speed.py compares like with like.
-Skipped without ctranslate2 (pip install -r bench/requirements.txt)."""
+"""The CTranslate2 conversion (transformer_viz/interop/ctranslate2.py): the converted model computes
+our model's numbers and translations and leaves our weights and torch's threads alone, so
+bench/hf_speed.py compares like with like. Skipped without ctranslate2 (pip install -r
+bench/requirements.txt)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from transformer_viz.interop.ctranslate2 import CT2Translator  # noqa: E402
 from transformer_viz.models.transformer.config import preset  # noqa: E402
 from transformer_viz.models.transformer.model import Transformer  # noqa: E402
 
-SENTENCES = ["ein mann spielt im park .", "zwei hunde laufen .", "eine frau liest ein buch im park .", "hallo"]
+SENTENCES = ["ein mann spielt im park .", "zwei hunde laufen .",
+             "eine frau liest ein buch im park .", "hallo"]
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +37,8 @@ def _padded(rows, pad_id):
 def _sources(ckpt):
     from transformer_viz.text.corpora import encode_pairs
 
-    return [s for s, _ in encode_pairs(ckpt.tokenizer, [(t, "") for t in SENTENCES], ckpt.config.max_len)]
+    return [s for s,
+            _ in encode_pairs(ckpt.tokenizer, [(t, "") for t in SENTENCES], ckpt.config.max_len)]
 
 
 def test_the_converted_model_gives_our_log_probabilities(tiny_checkpoint, translator):
@@ -46,16 +49,20 @@ def test_the_converted_model_gives_our_log_probabilities(tiny_checkpoint, transl
                                                [[translator.tokens[i] for i in target]])[0]
     with torch.no_grad():
         logits = model(torch.tensor([src]), torch.tensor([[cfg.bos_id] + target]))  # (1, T, V)
-    ours = torch.log_softmax(logits[0], -1).gather(1, torch.tensor(target + [cfg.eos_id])[:, None])[:, 0]
+    ours = torch.log_softmax(logits[0], -1).gather(1,
+                                                   torch.tensor(target
+                                                                + [cfg.eos_id])[:, None])[:, 0]
     assert len(scored.log_probs) == len(target) + 1  # every target token and </s>
     assert torch.allclose(torch.tensor(scored.log_probs), ours, atol=1e-4)
 
 
-@pytest.mark.parametrize("options", [{"activation": "swish", "scale_embedding": False, "logits_bias": True,
-                                      "tie_embeddings": False}, {"activation": "gelu"}])
+@pytest.mark.parametrize("options",
+                         [{"activation": "swish", "scale_embedding": False, "logits_bias": True,
+                           "tie_embeddings": False}, {"activation": "gelu"}])
 def test_an_imported_models_options_are_converted(options):
-    """Marian models imported from transformers (hf.py) may use swish or GELU, no embedding scale, a logits bias
-    and a separate output projection: the converted model computes the same log-probabilities."""
+    """Marian models imported from transformers (hf.py) may use swish or GELU, no embedding scale, a
+    logits bias and a separate output projection: the converted model computes the same
+    log-probabilities."""
     torch.manual_seed(4)
     model = Transformer(preset("tiny", vocab_size=120, **options)).eval()
     if model.cfg.logits_bias:
@@ -65,18 +72,26 @@ def test_an_imported_models_options_are_converted(options):
     scored = translator.translator.score_batch([[translator.tokens[i] for i in src]],
                                                [[translator.tokens[i] for i in target]])[0]
     with torch.no_grad():
-        logits = model(torch.tensor([src]), torch.tensor([[model.cfg.bos_id] + target]))  # (1, T, V)
-    ours = torch.log_softmax(logits[0], -1).gather(1, torch.tensor(target + [model.cfg.eos_id])[:, None])[:, 0]
+        # (1, T, V)
+        logits = model(torch.tensor([src]), torch.tensor([[model.cfg.bos_id] + target]))
+    ours = torch.log_softmax(logits[0], -1).gather(1,
+                                                   torch.tensor(target
+                                                                + [
+        model.cfg.eos_id])[:, None])[:, 0]
     assert torch.allclose(torch.tensor(scored.log_probs), ours, atol=1e-4)
-    assert translator.translate_ids([src], suppress=(7,)) == greedy_decode(model, torch.tensor([src]), record=False,
+    assert translator.translate_ids([src], suppress=(7,)) == greedy_decode(model,
+                                                                           torch.tensor([src]),
+                                                                           record=False,
                                                                            suppress=(7,)).tokens
 
 
 def test_greedy_translations_are_ours(tiny_checkpoint, translator):
     rows = _sources(tiny_checkpoint)
-    ours = greedy_decode(tiny_checkpoint.model, _padded(rows, tiny_checkpoint.config.pad_id), record=False)
+    ours = greedy_decode(tiny_checkpoint.model, _padded(rows, tiny_checkpoint.config.pad_id),
+                         record=False)
     assert translator.translate_ids(rows) == ours.tokens
-    assert all(len(t) <= max_output_length(tiny_checkpoint.config, max(map(len, rows))) for t in ours.tokens)
+    assert all(len(t) <= max_output_length(tiny_checkpoint.config, max(map(len, rows)))
+               for t in ours.tokens)
 
 
 def test_int8_leaves_our_weights_and_torch_threads_alone(checkpoint_dir):

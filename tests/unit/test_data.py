@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.corpora import synthetic_pairs
-from transformer_viz.text.corpora import (DataError, Mix, read_any_split, read_tatoeba, resolve_tatoeba_dir,
-                                          tatoeba_split)
+from transformer_viz.text.corpora import (DataError, Mix, read_any_split, read_tatoeba,
+                                          resolve_tatoeba_dir, tatoeba_split)
 from transformer_viz.training.translation import Corpora, TrainConfig, load_corpora
 
 
@@ -97,12 +97,13 @@ def test_training_corpora_mix_both_sources_and_validate_on_both():
     assert len(multi30k_only.train) == 30 and list(multi30k_only.validation) == ["val"]
 
 
-def test_a_larger_tatoeba_beside_the_smaller_keeps_the_smaller_ones_training_sentences_out_of_its_dev(tmp_path):
+def test_a_larger_tatoeba_keeps_the_smaller_ones_training_sentences_out_of_its_dev(tmp_path):
     small = everyday_pairs(2300)  # 2,000 of them go to its own dev split
     larger = small + [(f"Neuer Satz {i}.", f"New sentence {i}.") for i in range(2300)]
     write_pairs(tmp_path / "tatoeba", "train", small)
     write_pairs(tmp_path / "tatoeba-large", "train", larger)
-    seen = {x for pair in read_tatoeba(tmp_path / "tatoeba", "tatoeba_train", "de", "en") for x in pair}
+    seen = {x for pair in read_tatoeba(tmp_path / "tatoeba", "tatoeba_train", "de", "en")
+            for x in pair}
     assert len(seen) > 500
     train, dev = tatoeba_split(larger)
     assert any(s in seen or t in seen for s, t in dev)  # the plain draw would take some
@@ -129,7 +130,8 @@ def test_encoding_shares_the_ids_of_repeated_sentences_and_matches_one_at_a_time
     assert encoded[0][0] is encoded[2][0]
 
 
-def test_the_larger_tatoeba_beside_multi30k_is_preferred_and_the_smaller_stays_reachable(tmp_path, monkeypatch):
+def test_the_larger_tatoeba_beside_multi30k_is_preferred_and_the_smaller_stays_reachable(
+        tmp_path, monkeypatch):
     monkeypatch.delenv("TRANSFORMER_VIZ_TATOEBA", raising=False)
     (tmp_path / "multi30k").mkdir()
     write_pairs(tmp_path / "tatoeba", "train", everyday_pairs(3))

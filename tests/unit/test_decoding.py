@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import torch
 
-from transformer_viz.generation.decoding import ban_loops, beam_search, greedy_decode, loop_bans, max_output_length
-from transformer_viz.generation.evaluation import has_repetition
 from transformer_viz.models.transformer.config import preset
+from transformer_viz.generation.decoding import (ban_loops, beam_search, greedy_decode, loop_bans,
+                                           max_output_length)
+from transformer_viz.generation.evaluation import has_repetition
 from transformer_viz.text.tokenizer import BOS, EOS, PAD, decode, output_ids
 
 
@@ -37,7 +38,8 @@ def test_greedy_results_are_cut_the_same_way(tiny_model):
 
 def test_the_loop_guard_bans_exactly_the_token_that_would_complete_one_repeat_too_many():
     written = torch.tensor([[3, 1, 2, 1, 3, 5, 5, 5],    # "5" three times: a fourth is banned
-                            [9, 7, 8, 7, 8, 7, 8, 7],    # "7 8" three times and a 7: the 8 is banned
+                            # "7 8" three times and a 7: the 8 is banned
+                            [9, 7, 8, 7, 8, 7, 8, 7],
                             [4, 6, 4, 6, 9, 9, 4, 6]])   # no unit three times in a row: nothing is
     bans = loop_bans(written, max_repeats=3)  # (N, 3): one column per unit length
     assert bans.tolist() == [[5, -1, -1], [-1, 8, -1], [-1, -1, -1]]
@@ -46,9 +48,11 @@ def test_the_loop_guard_bans_exactly_the_token_that_would_complete_one_repeat_to
     assert torch.isneginf(banned).nonzero().tolist() == [[0, 5], [1, 8]]
 
 
-def test_with_the_loop_guard_no_output_loops_and_outputs_that_did_not_loop_stay_the_same(tiny_model):
+def test_with_the_loop_guard_no_output_loops_and_outputs_that_did_not_loop_stay_the_same(
+        tiny_model):
     torch.manual_seed(0)
-    src = torch.randint(4, tiny_model.cfg.vocab_size, (24, 6))  # (B, S): a random tiny model loops readily
+    # (B, S): a random tiny model loops readily
+    src = torch.randint(4, tiny_model.cfg.vocab_size, (24, 6))
     src[:, -1] = EOS
     free = greedy_decode(tiny_model, src, max_len=30, record=False)
     guarded = greedy_decode(tiny_model, src, max_len=30, record=False, max_loop_repeats=3)
@@ -64,19 +68,22 @@ def test_with_the_loop_guard_no_output_loops_and_outputs_that_did_not_loop_stay_
 
 @torch.no_grad()
 def test_a_forced_prefix_is_written_first_and_greedy_decoding_continues_from_it(tiny_model):
-    """"What if the model had chosen another word?": the output starts with the forced tokens, then follows the
-    model's own greedy choices, exactly as a plain loop that reruns the whole model on each prefix."""
+    """"What if the model had chosen another word?": the output starts with the forced tokens, then
+    follows the model's own greedy choices, exactly as a plain loop that reruns the whole model on
+    each prefix."""
     src = torch.tensor([[5, 9, 12, 7, EOS]])  # (1, S)
     plain = greedy_decode(tiny_model, src, max_len=12, top_k=3)
     forced = [plain.steps[0].top_ids[0][1], 23]  # the runner-up at step 1, then any token
     result = greedy_decode(tiny_model, src, max_len=12, top_k=3, forced_prefix=forced)
     tgt = [BOS] + forced
-    while len(tgt) - 1 < 12 and tgt[-1] != EOS:  # the reference: a full forward per step, argmax of the last row
+    # the reference: a full forward per step, argmax of the last row
+    while len(tgt) - 1 < 12 and tgt[-1] != EOS:
         logits = tiny_model(src, torch.tensor([tgt]))  # (1, t, V)
         tgt.append(int(logits[0, -1].argmax()))
     assert result.tokens[0][:2] == forced
     assert result.tokens[0] == output_ids(tgt[1:])
-    # the forced steps record the probability the model gave the forced token, and its own top candidates
+    # the forced steps record the probability the model gave the forced token, and its own top
+    # candidates
     first = torch.softmax(tiny_model(src, torch.tensor([[BOS]]))[0, -1].double(), -1)  # (V,)
     assert result.steps[0].chosen == [forced[0]]
     assert abs(result.steps[0].chosen_prob[0] - float(first[forced[0]])) < 1e-5
@@ -84,7 +91,8 @@ def test_a_forced_prefix_is_written_first_and_greedy_decoding_continues_from_it(
     # forcing the model's own choices changes nothing; no prefix is plain greedy
     own = greedy_decode(tiny_model, src, max_len=12, top_k=3, forced_prefix=plain.tokens[0][:3])
     assert own.tokens == plain.tokens and own.scores == plain.scores
-    assert greedy_decode(tiny_model, src, max_len=12, top_k=3, forced_prefix=[]).tokens == plain.tokens
+    assert (greedy_decode(tiny_model, src, max_len=12, top_k=3, forced_prefix=[]).tokens
+            == plain.tokens)
 
 
 def test_run_sentence_passes_a_forced_prefix_to_greedy_decoding(tiny_checkpoint):
@@ -92,5 +100,7 @@ def test_run_sentence_passes_a_forced_prefix_to_greedy_decoding(tiny_checkpoint)
 
     plain = run_sentence(tiny_checkpoint, "ein mann spielt im park .", trace=False)
     other = plain.decoding.steps[0].top_ids[0][1]
-    forced = run_sentence(tiny_checkpoint, "ein mann spielt im park .", trace=False, forced_prefix=[other])
-    assert forced.tgt_ids[:2] == [BOS, other] and forced.decoding.steps[0].top_ids == plain.decoding.steps[0].top_ids
+    forced = run_sentence(tiny_checkpoint, "ein mann spielt im park .", trace=False,
+                          forced_prefix=[other])
+    assert (forced.tgt_ids[:2] == [BOS, other]
+            and forced.decoding.steps[0].top_ids == plain.decoding.steps[0].top_ids)

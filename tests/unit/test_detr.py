@@ -1,4 +1,4 @@
-"""The toy DETR (models/detr/), its boxes and set loss (models/detr/boxes.py), its canvases, training and evaluation
+"""The toy DETR (detr.py), its boxes and set loss (boxes.py), its canvases, training and evaluation
 (canvases.py), its checkpoint and the command line."""
 
 from __future__ import annotations
@@ -12,14 +12,15 @@ import torch
 
 from transformer_viz.checkpoints import CheckpointError, checkpoint_arch, load_checkpoint
 from transformer_viz.core.trace import Trace
-from transformer_viz.models.detr.boxes import (LossWeights, cxcywh_to_xyxy, hungarian_match, match, matching_cost,
-                                          pairwise_giou, pairwise_iou, set_loss, xyxy_to_cxcywh)
+from transformer_viz.models.detr.boxes import (LossWeights, cxcywh_to_xyxy, hungarian_match, match,
+                                          matching_cost, pairwise_giou, pairwise_iou, set_loss,
+                                          xyxy_to_cxcywh)
 from transformer_viz.models.detr.config import CLASSES, DETRConfig
 from transformer_viz.models.detr.model import DETR
 from transformer_viz.models.detr.names import trace_names
 from transformer_viz.training.detr import DETRTrainConfig, save_detr_checkpoint, train_detr
-from transformer_viz.vision.canvases import (MAX_DIGITS, SIZES, Detection, detections, evaluate, make_canvas,
-                                             score_canvas, sprites)
+from transformer_viz.vision.canvases import (MAX_DIGITS, SIZES, Detection, detections, evaluate,
+                                             make_canvas, score_canvas, sprites)
 
 TINY = dict(backbone_channels=4, d_model=16, d_ff=32, h=2, n_queries=6)
 
@@ -30,7 +31,7 @@ def tiny_detr():
     return DETR(DETRConfig(**TINY)).eval()
 
 
-# --- boxes and matching -------------------------------------------------------------------------------------
+# --- boxes and matching ---------------------------------------------------------------------------
 
 def test_box_formats_round_trip():
     boxes = torch.rand(50, 4)
@@ -57,12 +58,14 @@ def test_hungarian_matching_equals_brute_force(seed):
     cost = rng.normal(size=(M, n))
     queries, objects = hungarian_match(cost)
     assert sorted(objects.tolist()) == list(range(n)) and len(set(queries.tolist())) == n
-    best = min(sum(cost[q, j] for j, q in enumerate(perm)) for perm in itertools.permutations(range(M), n))
+    best = min(sum(cost[q, j] for j, q in enumerate(perm))
+               for perm in itertools.permutations(range(M), n))
     assert cost[queries, objects].sum() == pytest.approx(best)
 
 
 def test_set_loss_is_zero_ish_for_a_perfect_prediction_and_ignores_query_order():
-    labels, boxes = [torch.tensor([3, 7])], [torch.tensor([[0.3, 0.3, 0.2, 0.2], [0.7, 0.6, 0.3, 0.3]])]
+    labels, boxes = ([torch.tensor([3, 7])],
+                     [torch.tensor([[0.3, 0.3, 0.2, 0.2], [0.7, 0.6, 0.3, 0.3]])])
     logits = torch.full((1, 4, 11), -20.0)
     logits[0, :, 10] = 20.0  # every query says ∅ …
     logits[0, 2, 10], logits[0, 2, 3] = -20.0, 20.0  # … except query 2 (a 3) and query 0 (a 7)
@@ -83,15 +86,17 @@ def test_matching_cost_prefers_the_right_class_and_place():
     logits = torch.zeros(2, 11)
     logits[0, 5] = 5.0
     boxes = torch.tensor([[0.5, 0.5, 0.2, 0.2], [0.1, 0.1, 0.2, 0.2]])
-    cost = matching_cost(logits, boxes, torch.tensor([5]), torch.tensor([[0.5, 0.5, 0.2, 0.2]]), LossWeights())
+    cost = matching_cost(logits, boxes, torch.tensor([5]), torch.tensor([[0.5, 0.5, 0.2, 0.2]]),
+                         LossWeights())
     assert cost[0, 0] < cost[1, 0]
 
 
-# --- canvases -----------------------------------------------------------------------------------------------
+# --- canvases -------------------------------------------------------------------------------------
 
 def test_canvases_are_deterministic_per_seed_and_follow_the_rules():
     a, b, c = make_canvas(7, 3), make_canvas(7, 3), make_canvas(8, 3)
-    assert np.array_equal(a.image, b.image) and np.array_equal(a.boxes, b.boxes) and np.array_equal(a.labels, b.labels)
+    assert (np.array_equal(a.image, b.image) and np.array_equal(a.boxes, b.boxes)
+            and np.array_equal(a.labels, b.labels))
     assert not np.array_equal(a.image, c.image)
     images, labels = sprites("held-out")
     counts = []
@@ -103,9 +108,11 @@ def test_canvases_are_deterministic_per_seed_and_follow_the_rules():
         corners = cxcywh_to_xyxy(torch.from_numpy(canvas.boxes)) * 32
         iou, _ = pairwise_iou(corners, corners)
         assert torch.equal(iou, torch.eye(n)), "digits overlap"
-        for (x0, y0, x1, y1), source, label in zip(corners.round().int().tolist(), canvas.sources, canvas.labels):
+        for (x0, y0, x1, y1), source, label in zip(corners.round().int().tolist(), canvas.sources,
+                                                   canvas.labels):
             assert x1 - x0 == y1 - y0 and x1 - x0 in SIZES and 0 <= x0 and x1 <= 32
-            assert np.array_equal(canvas.image[y0:y1, x0:x1], images[x1 - x0][source])  # the digit is in its box
+            # the digit is in its box
+            assert np.array_equal(canvas.image[y0:y1, x0:x1], images[x1 - x0][source])
             assert label == labels[source]
     assert set(counts) == set(range(1, MAX_DIGITS + 1))
 
@@ -118,7 +125,7 @@ def test_training_and_held_out_canvases_use_different_images():
         sprites("test")
 
 
-# --- the model ----------------------------------------------------------------------------------------------
+# --- the model ------------------------------------------------------------------------------------
 
 def test_shapes_and_trace_names(tiny_detr):
     B, cfg = 3, tiny_detr.cfg
@@ -134,7 +141,8 @@ def test_shapes_and_trace_names(tiny_detr):
         assert shapes[f"encoder.{i}.self_attn.weights"] == (B, 2, S, S)
         assert shapes[f"decoder.{i}.self_attn.weights"] == (B, 2, 6, 6)
         assert shapes[f"decoder.{i}.cross_attn.weights"] == (B, 2, 6, S)
-    for name in ("encoder.0.self_attn.weights", "decoder.1.self_attn.weights", "decoder.1.cross_attn.weights"):
+    for name in ("encoder.0.self_attn.weights", "decoder.1.self_attn.weights",
+                 "decoder.1.cross_attn.weights"):
         torch.testing.assert_close(trace[name].sum(-1), torch.ones(trace[name].shape[:-1]))
     torch.testing.assert_close(trace["detr.class_probs"].sum(-1), torch.ones(B, 6))
     torch.testing.assert_close(trace["detr.boxes"], out.boxes)
@@ -179,7 +187,7 @@ def test_config_is_checked():
         DETRConfig(d_model=30, h=4)
 
 
-# --- scoring ------------------------------------------------------------------------------------------------
+# --- scoring --------------------------------------------------------------------------------------
 
 def test_score_canvas_counts_each_object_once_and_needs_class_and_overlap():
     labels = np.array([3, 5])
@@ -187,7 +195,8 @@ def test_score_canvas_counts_each_object_once_and_needs_class_and_overlap():
     right = Detection(0, 3, 0.9, boxes[0])
     duplicate = Detection(1, 3, 0.8, boxes[0] + np.array([0.01, 0, 0, 0], dtype=np.float32))
     wrong_class = Detection(2, 4, 0.9, boxes[1])
-    far = Detection(3, 5, 0.9, np.array([0.75, 0.55, 0.25, 0.25], dtype=np.float32))  # IoU (0.05·0.25)/… < 0.5
+    # IoU (0.05·0.25)/… < 0.5
+    far = Detection(3, 5, 0.9, np.array([0.75, 0.55, 0.25, 0.25], dtype=np.float32))
     assert score_canvas([right, duplicate, wrong_class, far], labels, boxes) == 1
     assert score_canvas([Detection(0, 5, 0.5, boxes[1])], labels, boxes) == 1
 
@@ -200,8 +209,8 @@ def test_detections_drop_the_no_object_queries():
 
 
 def test_a_little_training_learns_something_and_saves_a_loadable_checkpoint(tmp_path):
-    tc = DETRTrainConfig(model_overrides=TINY, steps=40, batch_size=8, warmup_steps=5, eval_every=20,
-                         lr=2e-3, max_minutes=0)
+    tc = DETRTrainConfig(model_overrides=TINY, steps=40, batch_size=8, warmup_steps=5,
+                         eval_every=20, lr=2e-3, max_minutes=0)
     meta = train_detr(tc, tmp_path / "run", tmp_path / "out", log=lambda _: None)
     history = json.loads((tmp_path / "run" / "history.json").read_text())
     assert [h["step"] for h in history] == [20, 40]

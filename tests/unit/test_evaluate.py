@@ -38,8 +38,9 @@ def test_example_translations_are_recorded_in_the_card(checkpoint_dir, tmp_path)
 
     directory = tmp_path / "ckpt"
     shutil.copytree(checkpoint_dir, directory)
-    record_examples(directory, [{"source": "ein hund .", "translation": "a dog .", "reference": "a dog .",
-                                 "chrf": 100.0}])
+    record_examples(directory,
+                    [{"source": "ein hund .", "translation": "a dog .", "reference": "a dog .",
+                      "chrf": 100.0}])
     card = (directory / "README.md").read_text()
     assert "## Example sentences" in card and "| ein hund . | a dog . | a dog . | 100.0 |" in card
 
@@ -54,13 +55,15 @@ def test_bleu_by_length_is_kept_per_split_and_pages_compare_one_split(checkpoint
     directory = tmp_path / "ckpt"
     shutil.copytree(checkpoint_dir, directory)
     for split, bleu in (("tatoeba_dev", 30.0), ("test_2016_flickr", 20.0)):
-        record_bleu_by_length(directory, {"split": split, "decoding": "greedy", "sentences": 1, "bleu": bleu,
-                                          "buckets": [{"bucket": "≤ 10", "sentences": 1, "bleu": bleu}]})
+        record_bleu_by_length(directory,
+                              {"split": split, "decoding": "greedy", "sentences": 1, "bleu": bleu,
+                               "buckets": [{"bucket": "≤ 10", "sentences": 1, "bleu": bleu}]})
     meta = json.loads((directory / "metadata.json").read_text())
     assert set(meta["bleu_by_length_splits"]) == {"tatoeba_dev", "test_2016_flickr"}
     card = (directory / "README.md").read_text()
     assert "tatoeba_dev, greedy decoding" in card and "test_2016_flickr, greedy decoding" in card
-    older = {"bleu_by_length": {"split": "test_2016_flickr", "bleu": 10.0, "buckets": []}}  # a card of one split
+    # a card of one split
+    older = {"bleu_by_length": {"split": "test_2016_flickr", "bleu": 10.0, "buckets": []}}
     other = {"bleu_by_length": {"split": "val", "bleu": 5.0, "buckets": []}}
     found = lengths_on_one_split({"rnn": older, "transformer": meta, "other": other})
     assert set(found) == {"rnn", "transformer"} and found["transformer"]["bleu"] == 20.0

@@ -1,5 +1,5 @@
-"""The example notebook (examples/lecture_walkthrough.ipynb): stored without outputs, and executed headless
-from top to bottom, without an error, in under a minute."""
+"""The example notebook (examples/lecture_walkthrough.ipynb): stored without outputs, and executed
+headless from top to bottom, without an error, in under a minute."""
 
 from __future__ import annotations
 
@@ -22,18 +22,23 @@ def test_the_example_notebook_is_stored_without_outputs():
     assert code and all(not c.outputs and c.execution_count is None for c in code)
 
 
-@pytest.mark.skipif(not (ROOT / "checkpoints" / "de-en").is_dir(), reason="the shipped de-en checkpoint is missing")
+@pytest.mark.skipif(not (ROOT / "checkpoints" / "de-en").is_dir(),
+                    reason="the shipped de-en checkpoint is missing")
 def test_the_example_notebook_runs_in_under_a_minute(monkeypatch):
     # The kernel imports transformer_viz from this checkout, installed or not.
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv("PYTHONPATH",
+                       os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     nb = nbformat.read(NOTEBOOK, as_version=4)
     start = time.monotonic()
     client = NotebookClient(nb, timeout=60, kernel_name="python3",
-                            resources={"metadata": {"path": str(NOTEBOOK.parent)}})  # run in examples/
+                            # run in examples/
+                            resources={"metadata": {"path": str(NOTEBOOK.parent)}})
     client.execute()
     elapsed = time.monotonic() - start
     assert elapsed < 60, f"{elapsed:.0f} s"
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     figures = [o for o in outputs if "application/vnd.plotly.v1+json" in o.get("data", {})]
-    assert len(figures) == sum(c.source.splitlines()[-1].startswith("run.") for c in nb.cells if c.cell_type == "code")
+    assert (len(figures)
+            == sum(c.source.splitlines()[-1].startswith("run.") for c in nb.cells
+                   if c.cell_type == "code"))

@@ -1,6 +1,7 @@
-"""Heads switched off, the logit lens and the attributions (interpret/ablation.py, interpret/explain.py) against what
-they claim: the model itself with no head off, a model whose W_O slice is zeroed by hand, one head at a
-time, the model's own output distribution, completeness, and finite differences."""
+"""Heads switched off, the logit lens and the attributions (interpret/ablation.py,
+interpret/explain.py) against what they claim: the model itself with no head off, a model whose W_O
+slice is zeroed by hand, one head at a time, the model's own output distribution, completeness, and
+finite differences."""
 
 from __future__ import annotations
 
@@ -44,10 +45,12 @@ def _zero_w_o_slice(model: Transformer, head: H.Head) -> Transformer:
     """A copy of the model whose W_O input columns for ``head`` are zeroed by hand."""
     edited = copy.deepcopy(model)
     layers = edited.encoder_layers if head.kind == "enc" else edited.decoder_layers
-    attention = layers[head.layer].cross_attn if head.kind == "cross" else layers[head.layer].self_attn
+    attention = (layers[head.layer].cross_attn if head.kind == "cross"
+                 else layers[head.layer].self_attn)
     d_k = attention.d_k
     with torch.no_grad():
-        attention.w_o.weight[:, head.head * d_k:(head.head + 1) * d_k] = 0.0  # (d_model, h·d_k): head's columns
+        # (d_model, h·d_k): head's columns
+        attention.w_o.weight[:, head.head * d_k:(head.head + 1) * d_k] = 0.0
     return edited
 
 
@@ -58,7 +61,8 @@ def test_one_head_off_equals_a_model_with_that_heads_w_o_slice_zeroed(head):
     off = model(src, tgt, hooks=H.ablation_hooks(H.keep_mask(model.cfg, [[head]])))
     by_hand = _zero_w_o_slice(model, head)(src, tgt)
     torch.testing.assert_close(off, by_hand, rtol=1e-5, atol=1e-5)
-    assert (off - model(src, tgt)).abs().max() > 1e-3  # the head did something: the test is not vacuous
+    # the head did something: the test is not vacuous
+    assert (off - model(src, tgt)).abs().max() > 1e-3
 
 
 def test_batched_drops_equal_one_head_at_a_time_and_the_off_row_is_its_own():
@@ -89,7 +93,8 @@ def test_drop_grid_is_kind_layer_head():
 def test_logit_lens_at_the_last_layer_is_the_models_output_distribution(pre_ln):
     model = tiny(pre_ln, seed=2)
     lens = X.logit_lens(model, SRC, TGT)
-    p = torch.softmax(model(torch.tensor([SRC]), torch.tensor([TGT]))[0], -1).detach().numpy()  # (T, V)
+    # (T, V)
+    p = torch.softmax(model(torch.tensor([SRC]), torch.tensor([TGT]))[0], -1).detach().numpy()
     np.testing.assert_allclose(lens["probs"][-1], p, rtol=1e-5, atol=1e-7)
     assert lens["probs"].shape == (model.cfg.N, len(TGT), V)
     chosen = TGT[1:] + [2]
@@ -103,7 +108,8 @@ def test_logit_lens_at_the_last_layer_is_the_models_output_distribution(pre_ln):
 
 @pytest.mark.parametrize("seed", [3, 6])
 def test_integrated_gradients_are_complete_within_one_percent(seed):
-    # GELU: the model is smooth along the path, as the quadrature assumes (ReLU's kinks: see IG_STEPS)
+    # GELU: the model is smooth along the path, as the quadrature assumes (ReLU's kinks: see
+    # IG_STEPS)
     torch.manual_seed(seed)
     model = Transformer(preset("tiny", vocab_size=V, activation="gelu")).eval()
     ig, delta = X.integrated_gradients(model, SRC, TGT, steps=X.IG_STEPS)
@@ -126,7 +132,8 @@ def test_integrated_gradients_at_one_position_are_that_row_of_all_of_them():
 def test_integrated_gradients_of_a_relu_model_close_the_gap_with_more_steps():
     model = tiny(seed=3)
     _, delta = X.integrated_gradients(model, SRC, TGT, steps=2)
-    gaps = [np.abs(X.integrated_gradients(model, SRC, TGT, steps=n)[0].sum(-1) - delta).sum() for n in (4, 64)]
+    gaps = [np.abs(X.integrated_gradients(model, SRC, TGT, steps=n)[0].sum(-1) - delta).sum()
+            for n in (4, 64)]
     assert gaps[1] < 0.01 * np.abs(delta).sum() < gaps[0]
 
 
@@ -139,7 +146,8 @@ def test_gradient_times_input_matches_finite_differences():
     for s in (0, 3, 6):
         direction = torch.zeros_like(e)
         direction[s] = e[s]  # scale token s's embedding: d/dε f(e + ε e_s) = Σ_d e_sd ∂f/∂e_sd
-        f = [X._token_logp(model(src, tgt, hooks=X._embedding_hooks((e + sign * eps * direction)[None])),
+        f = [X._token_logp(model(src, tgt,
+                                 hooks=X._embedding_hooks((e + sign * eps * direction)[None])),
                            predicted)[0] for sign in (1, -1)]
         estimate = ((f[0] - f[1]) / (2 * eps)).detach().numpy()
         np.testing.assert_allclose(gxi[:, s], estimate, rtol=1e-5, atol=1e-7)
@@ -156,7 +164,8 @@ def test_translating_with_no_head_off_is_greedy_decoding_and_heads_off_change_it
 
 def test_parse_heads():
     cfg = preset("tiny")
-    assert [str(h) for h in H.parse_heads("cross.1.3, enc.0.0,enc.0.0", cfg)] == ["cross.1.3", "enc.0.0"]
+    assert ([str(h) for h in H.parse_heads("cross.1.3, enc.0.0,enc.0.0", cfg)]
+            == ["cross.1.3", "enc.0.0"])
     for wrong in ("enc.2.0", "dec.0.4", "self.0.0", "enc.0", "enc.a.1"):
         with pytest.raises(ValueError):
             H.parse_heads(wrong, cfg)
@@ -164,20 +173,22 @@ def test_parse_heads():
 
 def test_argmax_agreement_counts_positions():
     weights = np.zeros((2, 2, 3, 4))  # (N, h, T, S)
-    attribution = np.array([[0, 1, 0, 0], [0, 0, 1, 0], [1, 0, 0, 0]], dtype=float)  # argmax 1, 2, 0
+    # argmax 1, 2, 0
+    attribution = np.array([[0, 1, 0, 0], [0, 0, 1, 0], [1, 0, 0, 0]], dtype=float)
     weights[0, 0, :, 1] = 1  # always source 1: right at t = 0 only
     weights[0, 1, [0, 1, 2], [1, 2, 0]] = 1  # always right
     weights[1, :, :, 3] = 1  # never right
     out = X.argmax_agreement(weights, attribution)
     np.testing.assert_allclose(out["per_head"], [[1 / 3, 1], [0, 0]])
     np.testing.assert_allclose(out["per_layer"], [2 / 3, 0])
-    # the heads' mean: t = 0 both on 1 (right); t = 1 a tie of 1 and 2, argmax takes the first (wrong);
-    # t = 2 a tie of 0 and 1 (right)
+    # the heads' mean: t = 0 both on 1 (right); t = 1 a tie of 1 and 2, argmax takes the first
+    # (wrong); t = 2 a tie of 0 and 1 (right)
     np.testing.assert_allclose(out["mean_heads"], [2 / 3, 0])
 
 
 def test_pronoun_attention_finds_the_head_linking_the_pronoun_to_its_noun():
-    tokens = ["▁The", "▁animal", "▁didn", "'", "t", "▁cross", "▁the", "▁street", "▁because", "▁it", "</s>"]
+    tokens = ["▁The", "▁animal", "▁didn", "'", "t", "▁cross", "▁the", "▁street", "▁because",
+              "▁it", "</s>"]
     weights = np.full((2, 3, 11, 11), 1 / 11)
     weights[1, 2, 9, 1] = 0.6  # layer 1, head 2: "it" -> "animal"
     weights[0, 0, 9, 7] = 0.7  # layer 0, head 0: "it" -> "street"

@@ -1,5 +1,5 @@
-"""The decoder-only model: its causal mask, its trace names, saving and loading, and GPT-2's weights mapped
-onto it (a randomly initialised tiny GPT2LMHeadModel, no network)."""
+"""The decoder-only model: its causal mask, its trace names, saving and loading, and GPT-2's weights
+mapped onto it (a randomly initialised tiny GPT2LMHeadModel, no network)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import json
 import pytest
 import torch
 
-from transformer_viz.checkpoints import CheckpointError, checkpoint_arch, load_checkpoint, save_checkpoint
+from transformer_viz.checkpoints import (CheckpointError, checkpoint_arch, load_checkpoint,
+                                         save_checkpoint)
 from transformer_viz.checkpoints.cards import gpt_card
 from transformer_viz.checkpoints.gpt2 import gpt2_model_config, gpt2_state_dict
 from transformer_viz.core.trace import Trace
@@ -57,7 +58,8 @@ def test_traced_and_fused_attention_give_the_same_logits_and_the_documented_name
     documented = [name for name, _, _ in trace_names(model.cfg.N)]
     assert list(trace) == documented
     assert architecture("gpt").trace_names(N=2) == trace_names(2)
-    assert not any(name.startswith(("src.", "encoder.")) or "cross_attn" in name for name in documented)
+    assert not any(name.startswith(("src.", "encoder.")) or "cross_attn" in name
+                   for name in documented)
     assert torch.allclose(trace["probs"], torch.softmax(traced, -1), atol=1e-6)
 
 
@@ -73,24 +75,28 @@ def test_saved_checkpoint_loads_through_the_registry(tmp_path):
 
     tokenizer = train_tokenizer(["a dog runs", "a cat sleeps", "the dog sleeps"] * 5, vocab_size=40)
     model = tiny_gpt(vocab_size=len(tokenizer))
-    meta = {"name": "tiny GPT", "held_out": {"multi30k_val": {"sentences": 3, "loss": 2.0, "perplexity": 7.39}},
-            "history": [{"epoch": 1, "step": 3, "train_loss": 3.0, "multi30k_val_loss": 2.0, "multi30k_val_ppl": 7.39}]}
+    meta = {"name": "tiny GPT",
+            "held_out": {"multi30k_val": {"sentences": 3, "loss": 2.0, "perplexity": 7.39}},
+            "history": [{"epoch": 1, "step": 3, "train_loss": 3.0, "multi30k_val_loss": 2.0,
+                         "multi30k_val_ppl": 7.39}]}
     save_checkpoint(tmp_path / "gpt", model, tokenizer, meta, card=gpt_card)
     assert checkpoint_arch(tmp_path / "gpt") == "gpt"
     ckpt = load_checkpoint(tmp_path / "gpt")
     tokens = torch.tensor([[1, 5, 6, 7]])
     assert isinstance(ckpt.model, GPT)
-    assert torch.allclose(ckpt.model(tokens), model(tokens), atol=1e-2)  # weights stored as float32 here
+    # weights stored as float32 here
+    assert torch.allclose(ckpt.model(tokens), model(tokens), atol=1e-2)
     assert "| multi30k_val | 3 | 2.000 | 7.39 |" in (tmp_path / "gpt" / "README.md").read_text()
 
 
-# --- GPT-2 --------------------------------------------------------------------------------------------------
+# --- GPT-2 ----------------------------------------------------------------------------------------
 
 def tiny_gpt2(tmp_path=None):
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    config = GPT2Config(vocab_size=60, n_positions=32, n_embd=24, n_layer=3, n_head=4, bos_token_id=59,
-                        eos_token_id=59, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, initializer_range=0.3)
+    config = GPT2Config(vocab_size=60, n_positions=32, n_embd=24, n_layer=3, n_head=4,
+                        bos_token_id=59, eos_token_id=59, resid_pdrop=0.0, embd_pdrop=0.0,
+                        attn_pdrop=0.0, initializer_range=0.3)
     torch.manual_seed(3)
     hf = GPT2LMHeadModel(config).eval()
     with torch.no_grad():  # LayerNorms away from their initial 1 and 0, so that a mix-up would show
@@ -103,7 +109,8 @@ def tiny_gpt2(tmp_path=None):
 def test_gpt2_weights_give_gpt2s_logits():
     hf, config = tiny_gpt2()
     cfg = gpt2_model_config(config.to_dict())
-    assert (cfg.d_model, cfg.N, cfg.h, cfg.d_ff, cfg.activation, cfg.eos_id) == (24, 3, 4, 96, "gelu_tanh", 59)
+    assert ((cfg.d_model, cfg.N, cfg.h, cfg.d_ff, cfg.activation, cfg.eos_id)
+            == (24, 3, 4, 96, "gelu_tanh", 59))
     model = GPT(cfg).eval()
     model.load_state_dict(gpt2_state_dict(hf.state_dict(), cfg), strict=True)
     tokens = torch.tensor([[59, 3, 17, 42, 8, 8, 30, 11]])
@@ -155,7 +162,8 @@ def test_extending_with_cached_keys_and_values_equals_the_whole_forward_pass(pre
     full = model(tokens)  # (1, T, V)
     caches = [{} for _ in range(model.cfg.N)]
     with torch.no_grad():
-        assert torch.allclose(model.extend(tokens[:, :4], caches), full[:, 3], atol=1e-5)  # the prompt at once
+        # the prompt at once
+        assert torch.allclose(model.extend(tokens[:, :4], caches), full[:, 3], atol=1e-5)
         for t in range(4, tokens.size(1)):
             assert torch.allclose(model.extend(tokens[:, t:t + 1], caches), full[:, t], atol=1e-5)
         assert caches[0]["k"].shape == (1, model.cfg.h, 8, model.cfg.d_k)

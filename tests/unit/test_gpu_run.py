@@ -135,8 +135,8 @@ def test_run_epoch_stops_at_the_deadline_and_after_step_sees_every_update():
     scaler = torch.amp.GradScaler("cuda", enabled=False)
     tc, cpu = TrainConfig(config="tiny", amp="off"), torch.device("cpu")
     state = TrainState()
-    epoch = functools.partial(run_epoch, model, model, optimizer, scaler, batches, examples, tc, state,
-                              cpu, False, 1)
+    epoch = functools.partial(run_epoch, model, model, optimizer, scaler, batches,
+                              examples, tc, state, cpu, False, 1)
     epoch(deadline=time.time() - 1)
     assert state.step == 0
     seen = []

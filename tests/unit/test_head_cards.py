@@ -22,7 +22,8 @@ def test_a_head_on_the_previous_token_scores_1_and_a_uniform_one_is_broad():
     assert pattern_score(previous, pattern) == pytest.approx(1.0)
     causal = np.tril(np.ones((T, T), dtype=bool))
     uniform = causal / causal.sum(-1, keepdims=True)
-    assert pattern_score(uniform, pattern) == pytest.approx(np.mean([1 / (t + 1) for t in range(1, T)]))
+    assert (pattern_score(uniform, pattern)
+            == pytest.approx(np.mean([1 / (t + 1) for t in range(1, T)])))
     assert entropy_share(uniform, causal) == pytest.approx(1.0)
     assert entropy_share(previous, causal) == pytest.approx(0.0, abs=1e-6)
     assert head_type({"previous": 1.0, "self": 0.0}, 0.0) == "previous token"

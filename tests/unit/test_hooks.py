@@ -1,5 +1,6 @@
-"""Hook points on the one forward pass (core/hooks.py): reading changes nothing, a replacement changes
-exactly what is computed from it, and another run's activation patched in gives that run's numbers."""
+"""Hook points on the one forward pass (core/hooks.py): reading changes nothing, a replacement
+changes exactly what is computed from it, and another run's activation patched in gives that run's
+numbers."""
 
 from __future__ import annotations
 
@@ -43,7 +44,8 @@ def test_a_hook_on_an_attention_step_writes_attention_out_and_gives_the_same_num
     weights = {}
     hooks = Hooks({"decoder.0.cross_attn.weights": lambda w, name: weights.setdefault(name, w)})
     with torch.no_grad():
-        torch.testing.assert_close(model(src, tgt, hooks=hooks), model(src, tgt), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(model(src, tgt, hooks=hooks), model(src, tgt),
+                                   atol=1e-5, rtol=1e-5)
     w = weights["decoder.0.cross_attn.weights"]  # (B, h, T, S)
     assert w.shape == (2, model.cfg.h, 6, 7)
     torch.testing.assert_close(w.sum(-1), torch.ones(2, model.cfg.h, 6))
@@ -70,11 +72,13 @@ def test_replacing_one_decoder_position_changes_only_what_is_computed_from_it(mo
             assert torch.equal(before, after), name  # the same layer, before its output
     for name in (f"decoder.{model.cfg.N - 1}.norm3.out", "logits"):
         before, after = clean[name], patched[name]  # (B, T, ·)
-        assert torch.equal(before[:, :t], after[:, :t]), name  # earlier positions never read position t
+        # earlier positions never read position t
+        assert torch.equal(before[:, :t], after[:, :t]), name
         assert not torch.allclose(before[:, t:], after[:, t:]), name
 
 
-def test_patching_the_clean_runs_encoder_output_into_a_corrupted_run_restores_the_clean_logits(model):
+def test_patching_the_clean_runs_encoder_output_into_a_corrupted_run_restores_the_clean_logits(
+        model):
     src, tgt = _pair()
     corrupted = src.clone()
     corrupted[:, 2] = (corrupted[:, 2] + 7) % (V - 4) + 4  # one source token changed

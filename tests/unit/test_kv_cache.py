@@ -1,5 +1,5 @@
-"""The cache shown is the cache decoding uses: its keys and values equal a full recomputation's, it only
-grows, cross-attention's are computed once; the multiply–add counts equal what torch counts."""
+"""The cache shown is the cache decoding uses: its keys and values equal a full recomputation's, it
+only grows, cross-attention's are computed once; the multiply–add counts equal what torch counts."""
 
 from __future__ import annotations
 
@@ -42,7 +42,8 @@ def test_the_cached_keys_and_values_equal_a_full_recomputation(model):
 def _explicit(cfg) -> Hooks:
     """Hooks that read every attention's weights: attention is then written out as matrix products,
     which torch's counter sees (the fused kernel it does not)."""
-    names = [f"decoder.{i}.{kind}.weights" for i in range(cfg.N) for kind in ("self_attn", "cross_attn")]
+    names = [f"decoder.{i}.{kind}.weights" for i in range(cfg.N)
+             for kind in ("self_attn", "cross_attn")]
     return Hooks({name: lambda w, name: None for name in names})
 
 
@@ -58,7 +59,8 @@ def test_multiply_adds_with_and_without_the_cache_are_what_torch_counts(model):
     src, tgt = torch.tensor([SRC]), torch.tensor([TGT])
     with torch.no_grad():
         memory, src_mask = model.encode(src)
-        once = _multiply_adds(lambda: [layer.cross_attn.keys_values(memory) for layer in model.decoder_layers])
+        once = _multiply_adds(lambda: [layer.cross_attn.keys_values(memory)
+                                       for layer in model.decoder_layers])
         assert once == counted.once
         state = model.start_state(src)
         for t in range(1, len(TGT) + 1):

@@ -1,7 +1,7 @@
-"""The package's layers, written once as data, and the rules the imports must follow: no cycle among the
-project's modules (imports inside functions and under TYPE_CHECKING count), no import that goes up a layer
-or sideways into another package of the same layer, Streamlit only in the app, and no library module over
-500 lines, no function over 60, no page over 150."""
+"""The package's layers, written once as data, and the rules the imports must follow: no cycle among
+the project's modules (imports inside functions and under TYPE_CHECKING count), no import that goes
+up a layer or sideways into another package of the same layer, Streamlit only in the app, and no
+library module over 500 lines, no function over 60, no page over 150."""
 
 from __future__ import annotations
 
@@ -13,11 +13,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "transformer_viz"
 
-# Bottom to top. A module may import its own package and any package of a lower layer; the packages that
-# share a layer are independent of each other (the app and the command line are both clients of the
-# library and neither imports the other).
+# Bottom to top. A module may import its own package and any package of a lower layer; the packages
+# that share a layer are independent of each other (the app and the command line are both clients of
+# the library and neither imports the other).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("core", "fenced"),  # core: the recorder, masks, config base, special tokens; fenced: private internals
+    # core: the recorder, masks, config base, special tokens; fenced: private internals
+    ("core", "fenced"),
     ("plots",),  # pure figures: numpy and plotly in, a Figure out
     ("models",),  # the model families, their configs and trace names, the registry
     ("text",),  # tokenizer, corpora, input checks, analysis
@@ -29,7 +30,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("training",),  # losses' use, schedules, one trainer per family
     ("engine",),  # one sentence through a loaded model, traced
     ("views",),  # a run and options -> a figure spec (plot, arguments, CSV data), for every client
-    ("app", "cli", "notebook"),  # the clients (notebook: the figures in Jupyter, transformer_viz/notebook.py)
+    # the clients (notebook: the figures in Jupyter, transformer_viz/notebook.py)
+    ("app", "cli", "notebook"),
 )
 LAYER_OF = {package: rank for rank, packages in enumerate(LAYERS) for package in packages}
 
@@ -40,7 +42,8 @@ def module_name(path: Path) -> str:
 
 
 def package_of(module: str) -> str:
-    """The layer package a module belongs to: transformer_viz.text.tokenizer -> "text"; __main__ is the CLI's."""
+    """The layer package a module belongs to: transformer_viz.text.tokenizer -> "text"; __main__ is
+    the CLI's."""
     part = module.split(".")[1] if "." in module else ""
     return "cli" if part == "__main__" else part
 
@@ -59,7 +62,8 @@ def imports_of(path: Path, module: str) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                anchor = module.split(".")[: len(module.split(".")) - node.level + (1 if is_package else 0)]
+                anchor = module.split(".")[: len(module.split(".")) - node.level
+                                           + (1 if is_package else 0)]
                 base = ".".join(anchor + ([node.module] if node.module else []))
             found.add(base)
             found.update(f"{base}.{alias.name}" for alias in node.names)
@@ -68,12 +72,14 @@ def imports_of(path: Path, module: str) -> set[str]:
 
 def project_graph() -> dict[str, set[str]]:
     modules = project_modules()
-    return {name: {m for m in imports_of(path, name) if m in modules and m != name} for name, path in modules.items()}
+    return {name: {m for m in imports_of(path, name) if m in modules and m != name} for name,
+            path in modules.items()}
 
 
 def test_every_package_of_the_library_has_a_layer():
     packages = {package_of(m) for m in project_modules() if m != "transformer_viz"}
-    assert packages <= set(LAYER_OF), f"give these a layer in LAYERS: {sorted(packages - set(LAYER_OF))}"
+    assert packages <= set(LAYER_OF), ("give these a layer in "
+                                       f"LAYERS: {sorted(packages - set(LAYER_OF))}")
 
 
 def test_no_import_goes_up_a_layer_or_sideways():
@@ -84,7 +90,8 @@ def test_no_import_goes_up_a_layer_or_sideways():
         mine = package_of(module)
         for target in targets:
             theirs = package_of(target)
-            if target != "transformer_viz" and theirs != mine and LAYER_OF[theirs] >= LAYER_OF[mine]:
+            if (target != "transformer_viz" and theirs != mine
+                and LAYER_OF[theirs] >= LAYER_OF[mine]):
                 wrong.append(f"{module} ({mine}) imports {target} ({theirs})")
     assert not wrong, "\n".join(sorted(wrong))
 
@@ -129,7 +136,8 @@ def test_only_the_app_imports_streamlit(module):
 
 def test_no_project_module_imports_the_benchmarks_or_the_tests():
     for module, path in project_modules().items():
-        assert not {m for m in imports_of(path, module) if m.split(".")[0] in ("bench", "tests")}, module
+        assert not {m for m in imports_of(path, module)
+                    if m.split(".")[0] in ("bench", "tests")}, module
 
 
 def _functions(tree: ast.AST):
@@ -145,5 +153,6 @@ def test_no_module_over_500_lines_no_function_over_60_no_page_over_150():
             too_long.append(f"{module}: {len(text.splitlines())} lines (at most {limit})")
         for fn in _functions(ast.parse(text)):
             if fn.end_lineno - fn.lineno + 1 > 60:
-                too_long.append(f"{module}.{fn.name}: {fn.end_lineno - fn.lineno + 1} lines (at most 60)")
+                too_long.append(f"{module}.{fn.name}: {fn.end_lineno - fn.lineno + 1} lines (at "
+                                "most 60)")
     assert not too_long, "\n".join(too_long)

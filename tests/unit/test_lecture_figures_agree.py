@@ -1,6 +1,6 @@
-"""The Lecture's texts and formulas against the figures beside them: labels say what the panels show, a
-number the text quotes is one the figure draws, the formulas use the checkpoint's own constants and count
-heads as the figures do, and the inference step draws beams."""
+"""The Lecture's texts and formulas against the figures beside them: labels say what the panels
+show, a number the text quotes is one the figure draws, the formulas use the checkpoint's own
+constants and count heads as the figures do, and the inference step draws beams."""
 
 from __future__ import annotations
 
@@ -18,8 +18,10 @@ from transformer_viz.engine import run_sentence
 @pytest.fixture(scope="module")
 def ctx(tiny_checkpoint):
     run = run_sentence(tiny_checkpoint, SENTENCE)
-    metadata = {**tiny_checkpoint.metadata, "training": {"warmup": 400, "lr_factor": 0.3, "steps": 3000}}
-    return lecture.Context(run, layer=1, head=1, id_to_token=tiny_checkpoint.tokenizer.convert_ids_to_tokens,
+    metadata = {**tiny_checkpoint.metadata,
+                "training": {"warmup": 400, "lr_factor": 0.3, "steps": 3000}}
+    return lecture.Context(run, layer=1, head=1,
+                           id_to_token=tiny_checkpoint.tokenizer.convert_ids_to_tokens,
                            metadata=metadata, position=2, model=tiny_checkpoint.model)
 
 
@@ -68,7 +70,8 @@ def test_step_2s_legend_writes_the_formulas_symbol_and_its_percentages_are_found
     assert any("qᵀGk" in n for n in names) and not any("ᵀW" in n for n in names), names
     text = lecture.text_lookup(ctx)
     S, n = len(ctx.run.src_ids), len(fig.data[0].x)
-    # the softmax runs over the figure's keys only: the text says over which, so the numbers can be found again
+    # the softmax runs over the figure's keys only: the text says over which, so the numbers can be
+    # found again
     if n < S:
         assert f"first {n} of its {S} keys" in text, text
         assert f"first {n} of {S} keys" in fig.layout.title.text
@@ -105,10 +108,11 @@ def test_step_19s_n_is_the_number_of_queries_drawn(ctx):
 
 
 def test_step_15_draws_the_beams(ctx, tiny_checkpoint):
-    """Step 15 is "greedy and beam search": beside step 13's candidates it draws the beam tree of K beams."""
+    """Step 15 is "greedy and beam search": beside step 13's candidates it draws the beam tree of K
+    beams."""
     beam = run_sentence(tiny_checkpoint, SENTENCE, beam_size=3, trace=False)
-    with_beam = lecture.Context(ctx.run, ctx.layer, ctx.head, ctx.id_to_token, ctx.metadata, ctx.position,
-                                ctx.model, beam_run=beam)
+    with_beam = lecture.Context(ctx.run, ctx.layer, ctx.head, ctx.id_to_token, ctx.metadata,
+                                ctx.position, ctx.model, beam_run=beam)
     fig, spec = figure(with_beam, "inference")
     output, _ = figure(with_beam, "output")
     assert [t.type for t in fig.data] != [t.type for t in output.data]  # not step 13's figure again
@@ -116,7 +120,7 @@ def test_step_15_draws_the_beams(ctx, tiny_checkpoint):
     # beams 0, 1 and 2 across, over several steps down the figure
     assert max(nodes.x) == 2 and len(nodes.y) > 3 and max(nodes.y) > 1
     assert "K = 3" in fig.layout.title.text
-    assert f"K = 3" in lecture.text_inference(with_beam)
+    assert "K = 3" in lecture.text_inference(with_beam)
 
 
 def test_the_detr_step_counts_the_shipped_toy_detrs_queries():
@@ -132,7 +136,8 @@ def test_the_detr_step_counts_the_shipped_toy_detrs_queries():
 
 
 def test_step_16_shows_the_heads_that_matter_most_with_the_ones_the_text_names():
-    """72 heads do not fit a projector's column: the bars are the 16 largest drops, the text's two first."""
+    """72 heads do not fit a projector's column: the bars are the 16 largest drops, the text's two
+    first."""
     from transformer_viz.views.lecture import figures
 
     class Head(str):
@@ -140,7 +145,8 @@ def test_step_16_shows_the_heads_that_matter_most_with_the_ones_the_text_names()
 
     drops = np.linspace(-0.2, 1.5, 72)[::-1].copy()
     np.random.default_rng(0).shuffle(drops)
-    numbers = type("HeadsRun", (), {"heads": [Head(f"cross.{i // 8}.{i % 8}") for i in range(72)], "drops": drops})
+    numbers = type("HeadsRun", (),
+                   {"heads": [Head(f"cross.{i // 8}.{i % 8}") for i in range(72)], "drops": drops})
     named = sorted(range(72), key=lambda i: -drops[i])[:2]
     original = figures.head_drops
     figures.head_drops = lambda ctx: numbers
@@ -157,10 +163,12 @@ def test_step_16_shows_the_heads_that_matter_most_with_the_ones_the_text_names()
 
 
 def test_step_8s_grid_of_8_heads_fits_a_1280_px_projectors_figure_column(ctx):
-    """731 px beside the text at 1280×720 (the sidebar folded): the grid asked for 750 and was cut."""
+    """731 px beside the text at 1280×720 (the sidebar folded): the grid asked for 750 and was
+    cut."""
     from transformer_viz.plots.payload import browser_figure
 
     fig, _ = figure(ctx, "multihead", projector=True)
     cols = min(ctx.run.config.h, 4)
     need = browser_figure(fig).min_width
-    assert need == 160 * cols + 60 and -(-need // 50) * 50 <= 731  # widgets.chart rounds up to 50 px
+    # widgets.chart rounds up to 50 px
+    assert need == 160 * cols + 60 and -(-need // 50) * 50 <= 731

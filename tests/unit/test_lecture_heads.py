@@ -1,5 +1,5 @@
-"""The lecture's step "What does a head do?": its text quotes the per-head drops its figure draws, which are
-interpret/explain.py's, and the step links to the page."""
+"""The lecture's step "What does a head do?": its text quotes the per-head drops its figure draws,
+which are interpret/explain.py's, and the step links to the page."""
 
 from __future__ import annotations
 
@@ -22,9 +22,11 @@ def test_the_heads_step_quotes_the_drops_it_draws(tiny_checkpoint):
     np.testing.assert_allclose(spec.args[1], numbers.drops, atol=1e-6)
     order = np.argsort(-numbers.drops)
     text = text_heads(ctx)
-    assert f"Without {numbers.heads[order[0]]} " in text and f"falls by {numbers.drops[order[0]]:.2f} nats" in text
+    assert (f"Without {numbers.heads[order[0]]} " in text
+            and f"falls by {numbers.drops[order[0]]:.2f} nats" in text)
     assert f"{int((np.abs(numbers.drops) < 0.05).sum())} heads change it by less than 0.05" in text
     step = next(s for s in lecture.STEPS if s.id == "heads")
     ids = [s.id for s in lecture.STEPS]
     assert step.page == "heads" and ids.index("inference") < ids.index("heads")
-    assert lecture.draw(spec.plot, True, *spec.args, **spec.kwargs).data  # drawn in the projector style too
+    # drawn in the projector style too
+    assert lecture.draw(spec.plot, True, *spec.args, **spec.kwargs).data

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from transformer_viz.interpret.lens import sublayer_lens
-from transformer_viz.interpret.tuned_lens import (TunedLens, load_tuned_lens, mean_kl, save_tuned_lens,
-                                                  sentence_lens, train_tuned_lens)
+from transformer_viz.interpret.tuned_lens import (TunedLens, load_tuned_lens, mean_kl,
+                                                  save_tuned_lens, sentence_lens, train_tuned_lens)
 from transformer_viz.models.transformer.config import preset
 from transformer_viz.models.transformer.model import Transformer
 
@@ -41,7 +41,8 @@ def test_the_last_sublayers_reading_is_the_models_output(pre_ln):
     assert lens["p"].shape == (model.cfg.N, 3, 4)
     with torch.no_grad():
         out = torch.softmax(model(src, tgt)[0], -1)  # (T, V)
-    np.testing.assert_allclose(lens["p"][-1, -1], out[torch.arange(4), predicted].numpy(), atol=1e-5)
+    np.testing.assert_allclose(lens["p"][-1, -1],
+                               out[torch.arange(4), predicted].numpy(), atol=1e-5)
     np.testing.assert_allclose(lens["kl"][-1, -1], 0.0, atol=1e-5)
     assert (lens["kl"][:-1] > 1e-4).any()  # earlier readings differ: the test is not vacuous
 
@@ -57,12 +58,14 @@ def test_an_untrained_tuned_lens_is_the_plain_lens():
 def test_a_trained_tuned_lens_reads_held_out_sentences_closer_to_the_output(tmp_path):
     model = tiny()
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    lens = train_tuned_lens(model, pairs(200, seed=1), steps=60, batch_size=16, lr=3e-3, log=lambda *_: None)
+    lens = train_tuned_lens(model, pairs(200, seed=1), steps=60, batch_size=16, lr=3e-3,
+                            log=lambda *_: None)
     held_out = pairs(40, seed=3)
     plain, tuned = mean_kl(model, None, held_out), mean_kl(model, lens, held_out)
     assert all(t < p for t, p in zip(tuned[:-1], plain[:-1])), (plain, tuned)
     assert tuned[-1] == pytest.approx(plain[-1], abs=1e-7) == pytest.approx(0.0, abs=1e-5)
-    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())  # the model untouched
+    # the model untouched
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
     assert all(p.grad is None for p in model.parameters())
     save_tuned_lens(lens, tmp_path, {"kl_plain": plain, "kl_tuned": tuned})
     loaded = load_tuned_lens(tmp_path, model.cfg)

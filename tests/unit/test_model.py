@@ -1,4 +1,5 @@
-"""The model against the paper: shapes, masks, causality, padding, PE formula, fast vs traced, references."""
+"""The model against the paper: shapes, masks, causality, padding, PE formula, fast vs traced,
+references."""
 
 from __future__ import annotations
 
@@ -37,8 +38,8 @@ def base_trace():
 
 def test_every_documented_name_has_documented_shape_for_base(base_trace):
     cfg, trace, S, T = base_trace
-    dims = {"B": 1, "S": S, "T": T, "h": cfg.h, "d_k": cfg.d_k, "d_model": cfg.d_model, "d_ff": cfg.d_ff,
-            "V": cfg.vocab_size}
+    dims = {"B": 1, "S": S, "T": T, "h": cfg.h, "d_k": cfg.d_k, "d_model": cfg.d_model,
+            "d_ff": cfg.d_ff, "V": cfg.vocab_size}
     documented = trace_names(cfg.N)
     assert [name for name, _, _ in documented] == trace.names()
     for name, template, _ in documented:
@@ -58,8 +59,10 @@ def test_every_documented_name_has_documented_shape_for_base(base_trace):
 def test_the_documentation_is_written_from_trace_names():
     from pathlib import Path
 
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "trace_names.md").read_text(encoding="utf-8")
-    assert doc == names_markdown(), "regenerate it: python -m transformer_viz.models.trace_docs > docs/trace_names.md"
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "trace_names.md").read_text(
+        encoding="utf-8")
+    assert doc == names_markdown(), ("regenerate it: python -m transformer_viz.models.trace_docs > "
+                                     "docs/trace_names.md")
     for name, shape, _ in trace_names(1):
         assert f"| `{name.replace('.0.', '.{i}.')}` | {shape} |" in doc, name
 
@@ -67,10 +70,12 @@ def test_the_documentation_is_written_from_trace_names():
 def test_transformerlens_names_for_the_attention_of_every_kind():
     assert transformerlens_hook("encoder.{i}.self_attn.weights") == "encoder.{i}.attn.hook_pattern"
     assert transformerlens_hook("decoder.{i}.cross_attn.heads") == "decoder.{i}.cross_attn.hook_z"
-    assert transformerlens_hook("decoder.{i}.self_attn.masked_scores") == "decoder.{i}.attn.hook_attn_scores"
+    assert (transformerlens_hook("decoder.{i}.self_attn.masked_scores")
+            == "decoder.{i}.attn.hook_attn_scores")
     assert transformerlens_hook("decoder.{i}.cross_attn.out") == "decoder.{i}.hook_cross_attn_out"
     assert transformerlens_hook("decoder.{i}.norm3.out") == "decoder.{i}.ln3.hook_normalized"
-    assert transformerlens_hook("encoder.{i}.self_attn.scores") == ""  # TransformerLens hooks the scores after the mask
+    # TransformerLens hooks the scores after the mask
+    assert transformerlens_hook("encoder.{i}.self_attn.scores") == ""
     assert transformerlens_hook("logits") == ""
 
 
@@ -97,11 +102,16 @@ def test_softmax_rows_sum_to_one_and_masked_weights_are_exactly_zero(tiny_model)
     assert trace["encoder.0.self_attn.mask"][0, 0, 0].tolist() == [True] * 5 + [False] * 2
 
 
+def random_batch(model, seed: int, B: int, S: int, T: int):
+    """V and random source (B, S) and target (B, T) IDs of ordinary tokens (none below 4, the
+    special ones)."""
+    torch.manual_seed(seed)
+    V = model.cfg.vocab_size
+    return V, torch.randint(4, V, (B, S)), torch.randint(4, V, (B, T))
+
+
 def test_causality_changing_later_target_tokens_never_changes_earlier_outputs(tiny_model):
-    torch.manual_seed(2)
-    V = tiny_model.cfg.vocab_size
-    src = torch.randint(4, V, (2, 6))
-    tgt = torch.randint(4, V, (2, 8))
+    V, src, tgt = random_batch(tiny_model, 2, 2, 6, 8)
     with torch.no_grad():
         base = tiny_model(src, tgt)
         for t in range(7):
@@ -114,16 +124,14 @@ def test_causality_changing_later_target_tokens_never_changes_earlier_outputs(ti
 
 
 def test_padding_never_changes_outputs_for_real_tokens(tiny_model):
-    torch.manual_seed(3)
-    V = tiny_model.cfg.vocab_size
-    src = torch.randint(4, V, (1, 5))
-    tgt = torch.randint(4, V, (1, 4))
+    _, src, tgt = random_batch(tiny_model, 3, 1, 5, 4)
     with torch.no_grad():
         base = tiny_model(src, tgt)
         padded = tiny_model(torch.cat([src, torch.zeros(1, 3, dtype=torch.long)], 1),
                             torch.cat([tgt, torch.zeros(1, 2, dtype=torch.long)], 1))
         for trace_mode in (None, Trace()):
-            padded_traced = tiny_model(torch.cat([src, torch.zeros(1, 3, dtype=torch.long)], 1), tgt, trace=trace_mode)
+            padded_traced = tiny_model(torch.cat([src, torch.zeros(1, 3, dtype=torch.long)], 1),
+                                       tgt, trace=trace_mode)
             assert torch.allclose(padded_traced, base, atol=1e-5)
     assert torch.allclose(padded[:, :4], base, atol=1e-5)
 
@@ -139,7 +147,8 @@ def test_positional_encoding_equals_closed_form():
     other = sinusoidal_positional_encoding(50, d_model, 100.0)
     assert not torch.allclose(pe, other)
     cfg = preset("tiny", vocab_size=50, pe_base=100.0)
-    assert torch.allclose(Transformer(cfg).pe, sinusoidal_positional_encoding(cfg.max_len, cfg.d_model, 100.0))
+    assert torch.allclose(Transformer(cfg).pe,
+                          sinusoidal_positional_encoding(cfg.max_len, cfg.d_model, 100.0))
 
 
 def test_embeddings_are_scaled_by_sqrt_d_model(tiny_model):
@@ -148,8 +157,10 @@ def test_embeddings_are_scaled_by_sqrt_d_model(tiny_model):
     with torch.no_grad():
         tiny_model(src, torch.tensor([[1, 7]]), trace=trace)
     E = tiny_model.src_embed.weight
-    assert torch.allclose(trace["src.embedding"][0], E[src[0]] * math.sqrt(tiny_model.cfg.d_model), atol=1e-6)
-    assert torch.allclose(trace["src.input"], trace["src.embedding"] + trace["src.positional"], atol=1e-6)
+    assert torch.allclose(trace["src.embedding"][0],
+                          E[src[0]] * math.sqrt(tiny_model.cfg.d_model), atol=1e-6)
+    assert torch.allclose(trace["src.input"],
+                          trace["src.embedding"] + trace["src.positional"], atol=1e-6)
 
 
 @pytest.mark.parametrize("pre_ln", [False, True])
@@ -168,11 +179,13 @@ def test_traced_and_fused_paths_give_the_same_logits(pre_ln):
 
 def test_recorded_tensors_never_share_memory_with_the_model(tiny_model):
     # Traces are kept in a cache shared by every session: none may alias a parameter or a buffer
-    # (the positional-encoding table is recorded through a slice of one), or a later edit would leak.
+    # (the positional-encoding table is recorded through a slice of one), or a later edit would
+    # leak.
     trace = Trace()
     with torch.no_grad():
         tiny_model(torch.tensor([[5, 6, 7, 2]]), torch.tensor([[1, 8, 9]]), trace=trace)
-    model_storage = {t.untyped_storage().data_ptr() for t in [*tiny_model.parameters(), *tiny_model.buffers()]}
+    model_storage = {t.untyped_storage().data_ptr()
+                     for t in [*tiny_model.parameters(), *tiny_model.buffers()]}
     shared = [name for name, t in trace.items() if t.untyped_storage().data_ptr() in model_storage]
     assert shared == []
     assert torch.equal(trace["src.positional"], tiny_model.pe[:4])

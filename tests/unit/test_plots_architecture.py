@@ -1,5 +1,5 @@
-"""plots/architecture.py and plots/blocks.py: the encoder–decoder stack drawn readable from the back row,
-with the data flow, the residual connections and the memory into cross-attention."""
+"""plots/architecture.py and plots/blocks.py: the encoder–decoder stack drawn readable from the back
+row, with the data flow, the residual connections and the memory into cross-attention."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import pytest
 
 from tests.support.figures import assert_readable_diagram
 from transformer_viz.plots.architecture import architecture_figure
-from transformer_viz.plots.blocks import TEXT_SIZE, Box, contrast_ratio, relative_luminance, text_fits, text_width
+from transformer_viz.plots.blocks import (TEXT_SIZE, Box, contrast_ratio, relative_luminance,
+                                          text_fits, text_width)
 
 
 @pytest.mark.parametrize("N, d_model, h, d_ff, V, S, T", [
@@ -19,14 +20,16 @@ def test_architecture_is_readable_and_shows_flow_residuals_and_memory(N, d_model
     fig = architecture_figure(N, d_model, h, d_ff, V, S, T)
     blocks = assert_readable_diagram(fig)
     first_lines = [b["lines"][0] for b in blocks]
-    # the data flow, bottom to top: IDs → embedding + PE → the layer's sublayers, each with its Add & Norm → out
+    # the data flow, bottom to top: IDs → embedding + PE → the layer's sublayers, each with its Add
+    # & Norm → out
     assert first_lines == ["source token IDs", f"embedding ×√{d_model} + PE",
                            "target IDs: &lt;s&gt; + output", f"embedding ×√{d_model} + PE",
                            "multi-head self-attention", "Add &amp; Norm",
                            f"feed-forward, d_ff = {d_ff}", "Add &amp; Norm",
-                           "masked self-attention", "Add &amp; Norm", "cross-attention", "Add &amp; Norm",
-                           f"feed-forward, d_ff = {d_ff}", "Add &amp; Norm",
-                           "encoder output (memory)", "linear (tied: x Eᵀ)", "softmax: P(next token)"]
+                           "masked self-attention", "Add &amp; Norm", "cross-attention",
+                           "Add &amp; Norm", f"feed-forward, d_ff = {d_ff}", "Add &amp; Norm",
+                           "encoder output (memory)", "linear (tied: x Eᵀ)",
+                           "softmax: P(next token)"]
     by_name = {b["lines"][0]: b for b in blocks}
     assert by_name["cross-attention"]["lines"][1] == f"<b>(1, {h}, {T}, {S})</b> weights"
     assert by_name["masked self-attention"]["lines"][1] == f"<b>(1, {h}, {T}, {T})</b> weights"
@@ -51,7 +54,8 @@ def test_contrast_ratio_follows_wcag():
     assert contrast_ratio("#fff", "#fff") == pytest.approx(1.0)
     assert contrast_ratio("#777777", "#ffffff") == pytest.approx(4.48, abs=0.01)  # just below AA
     assert relative_luminance("#ff0000") == pytest.approx(0.2126)
-    assert contrast_ratio("#333", "#cfe2f3") > 4.5 > contrast_ratio("#999", "#cfe2f3")  # the old light-grey labels
+    # the old light-grey labels
+    assert contrast_ratio("#333", "#cfe2f3") > 4.5 > contrast_ratio("#999", "#cfe2f3")
 
 
 def test_text_fits_counts_markup_entities_and_bold():
@@ -64,8 +68,8 @@ def test_text_fits_counts_markup_entities_and_bold():
 
 @pytest.mark.parametrize("S, T", [(12, 14), (3, 104), ("S", "T")])
 def test_the_architecture_filled_in_is_the_figure_built_for_the_sentence(S, T):
-    # The Overview's figure for each new sentence: built once per model with placeholders for S and T, then
-    # filled in. The browser must get exactly the JSON of the figure built for S and T.
+    # The Overview's figure for each new sentence: built once per model with placeholders for S and
+    # T, then filled in. The browser must get exactly the JSON of the figure built for S and T.
     import plotly.io as pio
 
     from transformer_viz.plots.architecture import architecture_browser_figure

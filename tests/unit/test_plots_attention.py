@@ -1,4 +1,5 @@
-"""plots/attention.py: one head step by step (the worked score against the trace, masked cells), and the soft lookup."""
+"""plots/attention.py: one head step by step (the worked score against the trace, masked cells), and
+the soft lookup."""
 
 from __future__ import annotations
 
@@ -57,12 +58,14 @@ def test_masked_cells_are_grey_never_coloured(sentence_trace):
                 att.mask_heatmap(~future, tokens, tokens)):
         grey, coloured = fig.data
         assert grey.name == "masked"
-        np.testing.assert_array_equal(~np.isnan(z_of(grey)), future)  # grey exactly on the masked cells
+        # grey exactly on the masked cells
+        np.testing.assert_array_equal(~np.isnan(z_of(grey)), future)
         np.testing.assert_array_equal(np.isnan(z_of(coloured)), future)  # no colour there
         assert list(coloured.x)[2] == "2 &lt;b&gt;"
     weights = att.head_slice(trace["decoder.0.self_attn.weights"], 1)
     wfig = att.weights_heatmap(weights, tokens, tokens, masked=future)
-    grey, coloured = wfig.data  # the masked weights (exactly 0) in the masks' grey, not the scale's 0
+    # the masked weights (exactly 0) in the masks' grey, not the scale's 0
+    grey, coloured = wfig.data
     assert coloured.zmin == 0 and coloured.zmax == 1
     np.testing.assert_array_equal(~np.isnan(z_of(grey)), future)
     np.testing.assert_array_equal(np.isnan(z_of(coloured)), future)
@@ -82,7 +85,8 @@ def test_lookup_scores_three_similarities():
     d_k = 16
     q, K = rng.normal(size=d_k), rng.normal(size=(5, d_k))
     W = att.random_bilinear(d_k, seed=0)
-    np.testing.assert_array_equal(W, att.random_bilinear(d_k, seed=0))  # fixed seed: same W every rerun
+    # fixed seed: same W every rerun
+    np.testing.assert_array_equal(W, att.random_bilinear(d_k, seed=0))
     scores = att.lookup_scores(q, K, W)
     dot, scaled, general = scores.values()
     np.testing.assert_allclose(dot, K @ q)
@@ -93,24 +97,29 @@ def test_lookup_scores_three_similarities():
     w_dot, w_scaled = softmax(dot), softmax(scaled)
     assert w_dot.sum() == pytest.approx(1) and w_scaled.sum() == pytest.approx(1)
     assert w_scaled.max() < w_dot.max()  # 1/√d_k flattens the softmax
-    fig = att.lookup_figure({n: softmax(s) for n, s in scores.items()}, ["<k0>", "b", "c", "d", "e"])
+    fig = att.lookup_figure({n: softmax(s) for n, s in scores.items()},
+                            ["<k0>", "b", "c", "d", "e"])
     assert len(fig.data) == 3 and fig.layout.barmode == "group"
     assert list(fig.data[0].x)[0] == "0 &lt;k0&gt;"
 
 
 def test_worked_score_latex_shows_the_sum_the_traced_value_and_the_weight():
-    q, k = np.array([1.0, -2.0, 0.5, 2.0]), np.array([3.0, 1.0, 4.0, 0.5])  # q·k = 3 − 2 + 2 + 1 = 4, d_k = 4
+    # q·k = 3 − 2 + 2 + 1 = 4, d_k = 4
+    q, k = np.array([1.0, -2.0, 0.5, 2.0]), np.array([3.0, 1.0, 4.0, 0.5])
     dot, scaled = 4.0, 2.0
-    lines = att.worked_score_latex(q, k, 2, 0, scaled + 3e-7, "encoder.0.self_attn.scores", 1, True, 0.25)
+    lines = att.worked_score_latex(q, k, 2, 0, scaled + 3e-7, "encoder.0.self_attn.scores",
+                                   1, True, 0.25)
     assert len(lines) == 4
-    assert r"q_{2} \cdot k_{0}" in lines[0] and "(1.000)(3.000) + (-2.000)(1.000) + (0.500)(4.000)" in lines[0]
+    assert (r"q_{2} \cdot k_{0}" in lines[0]
+            and "(1.000)(3.000) + (-2.000)(1.000) + (0.500)(4.000)" in lines[0])
     assert lines[0].endswith(f"= {dot:.6f}")
     assert r"\frac{4.000000}{2.000000} = 2.000000" in lines[1]
     assert r"\texttt{encoder.0.self\_attn.scores}[0, 1, 2, 0] = 2.000000" in lines[2]
     assert r"|\Delta| = 3.0 \times 10^{-7}" in lines[2]
     assert lines[3].startswith("w_{2,0}") and lines[3].endswith("= 0.250000")
     masked = att.worked_score_latex(q, k, 0, 3, scaled, "decoder.0.self_attn.scores", 0, False, 0.0)
-    assert r"|\Delta| = 0)" in masked[2] and masked[3].startswith(r"M_{0,3} = -\infty") and "w_{0,3} = 0" in masked[3]
+    assert (r"|\Delta| = 0)" in masked[2] and masked[3].startswith(r"M_{0,3} = -\infty")
+            and "w_{0,3} = 0" in masked[3])
 
 
 def test_latex_number():

@@ -1,24 +1,26 @@
-"""The DETR page's figures (plots/detr.py): boxes land on the right pixels, attention is spread over the right
-cells, and every query keeps its colour."""
+"""The DETR page's figures (plots/detr.py): boxes land on the right pixels, attention is spread over
+the right cells, and every query keeps its colour."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from tests.support.figures import z_of
-from transformer_viz.plots.detr import (attention_on_canvas_figure, cost_matrix_figure, detections_figure,
-                                        query_classes_figure, query_colour)
+from transformer_viz.plots.detr import (attention_on_canvas_figure, cost_matrix_figure,
+                                        detections_figure, query_classes_figure, query_colour)
 
 
 def test_a_box_covers_exactly_its_pixels():
     image = np.zeros((32, 32))
     fig = detections_figure(image, [np.array([0.5, 0.25, 0.25, 0.375])], [3], ["q3: 7 0.90"])
     (rect,) = fig.layout.shapes
-    # a box of 8 × 12 pixels centred on pixel column 16, row 8: columns 12 … 19, rows 2 … 13 (cell edges at ±0.5)
+    # a box of 8 × 12 pixels centred on pixel column 16, row 8: columns 12 … 19, rows 2 … 13 (cell
+    # edges at ±0.5)
     assert (rect.x0, rect.x1, rect.y0, rect.y1) == (11.5, 19.5, 1.5, 13.5)
     assert rect.line.color == query_colour(3) == fig.layout.annotations[0].bgcolor
     assert fig.layout.annotations[0].text == "q3: 7 0.90"
-    truth = detections_figure(image, [], [], [], true_boxes=[np.array([0.5, 0.5, 0.25, 0.25])]).layout.shapes
+    truth = detections_figure(image, [], [], [],
+                              true_boxes=[np.array([0.5, 0.5, 0.25, 0.25])]).layout.shapes
     assert truth[0].line.dash == "dot"
 
 

@@ -1,4 +1,5 @@
-"""plots/embeddings.py: padding, the embedding rows, the √d_model scaling, cosine similarities, nearest neighbours."""
+"""plots/embeddings.py: padding, the embedding rows, the √d_model scaling, cosine similarities,
+nearest neighbours."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from tests.support.figures import z_of
 from transformer_viz.plots import embeddings as emb
 
 EVIL = ["<script>", "a&b", "▁Hund"]
-EVIL_ESCAPED = ["0 &lt;script&gt;", "1 a&amp;b", "2 ␣Hund"]  # the word-start mark shown as ␣, never as "_"
+# the word-start mark shown as ␣, never as "_"
+EVIL_ESCAPED = ["0 &lt;script&gt;", "1 a&amp;b", "2 ␣Hund"]
 
 
 def test_pad_ids_pads_right_and_masks_the_padding():
@@ -31,7 +33,8 @@ def test_padding_figure_shows_ids_mask_and_escaped_labels():
     assert z_of(hm).shape == (2, 5)
     assert list(hm.text[0]) == ["7", "8", "2", "0", "0"]
     assert list(hm.text[1]) == ["1", "1", "1", "0", "0"]
-    assert list(hm.x) == ["0 &lt;script&gt;", "1 x", "2 &lt;/s&gt;", "3 &lt;pad&gt;", "4 &lt;pad&gt;"]
+    assert (list(hm.x)
+            == ["0 &lt;script&gt;", "1 x", "2 &lt;/s&gt;", "3 &lt;pad&gt;", "4 &lt;pad&gt;"])
 
 
 def test_a_long_padded_sentence_stands_in_two_columns_one_position_a_row():
@@ -63,14 +66,16 @@ def test_scaling_figure_scaled_row_is_raw_times_sqrt_d_model(tiny_model):
     raw = tiny_model.src_embed.weight[token_id].detach().numpy()
     scaled = tiny_model.src_embed(torch.tensor([[token_id]]))[0, 0].detach().numpy()
     fig = emb.scaling_figure(raw, scaled, "<b>", d_model)
-    np.testing.assert_allclose(np.asarray(fig.data[1].y), np.asarray(fig.data[0].y) * math.sqrt(d_model), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(fig.data[1].y),
+                               np.asarray(fig.data[0].y) * math.sqrt(d_model), rtol=1e-5)
     assert "&lt;b&gt;" in fig.layout.title.text and "<b>" not in fig.layout.title.text
 
 
 def test_cosine_similarity_matrix():
     x = np.array([[1.0, 0.0], [2.0, 0.0], [0.0, 3.0], [-1.0, 0.0], [0.0, 0.0]])
     sim = emb.cosine_similarity_matrix(x)
-    expected = np.array([[1, 1, 0, -1, 0], [1, 1, 0, -1, 0], [0, 0, 1, 0, 0], [-1, -1, 0, 1, 0], [0, 0, 0, 0, 0]])
+    expected = np.array([[1, 1, 0, -1, 0], [1, 1, 0, -1, 0], [0, 0, 1, 0, 0], [-1, -1, 0, 1, 0],
+                         [0, 0, 0, 0, 0]])
     np.testing.assert_allclose(sim, expected, atol=1e-12)
     fig = emb.cosine_heatmap(sim, ["a", "b", "<c>", "d", "e"])
     assert fig.data[-1].zmin == -1 and fig.data[-1].zmax == 1

@@ -1,4 +1,5 @@
-"""plots/layers.py: every head at once, the masked scores, Add & Norm statistics, the feed-forward's zeros."""
+"""plots/layers.py: every head at once, the masked scores, Add & Norm statistics, the feed-forward's
+zeros."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import torch
 import torch.nn.functional as F
 
 from tests.support.figures import traces, z_of
-from transformer_viz.plots.layers import (attention_map, head_grid, masked_attention_figure, position_stats,
-                                          relu_zero_fraction, zero_fraction_figure)
+from transformer_viz.plots.layers import (attention_map, head_grid, masked_attention_figure,
+                                          position_stats, relu_zero_fraction, zero_fraction_figure)
 
 
 def reference_softmax(z: np.ndarray) -> np.ndarray:
@@ -22,7 +23,8 @@ def test_head_grid_has_one_heatmap_per_head_with_the_right_shape():
     xs, ys = [f"{k} s" for k in range(Lk)], [f"{q} t" for q in range(Lq)]
     fig = head_grid(weights, xs, ys, selected=2)
     heads = [t for t in fig.data if t.type == "heatmap"]
-    assert [t.name for t in heads] == [f"head {j}" for j in range(h)]  # no grey traces: nothing is masked
+    # no grey traces: nothing is masked
+    assert [t.name for t in heads] == [f"head {j}" for j in range(h)]
     for j, trace in enumerate(heads):
         assert np.asarray(trace.z).shape == (Lq, Lk)
         np.testing.assert_allclose(np.asarray(trace.z, dtype=float), weights[j])
@@ -31,14 +33,15 @@ def test_head_grid_has_one_heatmap_per_head_with_the_right_shape():
     assert len({(t.xaxis, t.yaxis) for t in heads}) == h
     titles = [a.text for a in fig.layout.annotations]
     assert "◀" in titles[2] and sum("◀" in t for t in titles) == 1
-    # token labels on the outer edges: keys under the lowest panel of each column, queries left of each row;
-    # square cells (y scaled to x)
+    # token labels on the outer edges: keys under the lowest panel of each column, queries left of
+    # each row; square cells (y scaled to x)
     shown_x = [j for j in range(h) if fig.layout[f"xaxis{j + 1 if j else ''}"].showticklabels]
     shown_y = [j for j in range(h) if fig.layout[f"yaxis{j + 1 if j else ''}"].showticklabels]
     assert shown_x == [2, 3, 4, 5] and shown_y == [0, 4]  # 6 heads in 4 columns
     for j in range(h):
         ax = j + 1 if j else ""
-        assert fig.layout[f"yaxis{ax}"].scaleanchor == f"x{ax}" and fig.layout[f"yaxis{ax}"].scaleratio == 1
+        assert (fig.layout[f"yaxis{ax}"].scaleanchor == f"x{ax}"
+                and fig.layout[f"yaxis{ax}"].scaleratio == 1)
 
 
 def test_masked_cells_are_grey_not_coloured():
@@ -47,17 +50,18 @@ def test_masked_cells_are_grey_not_coloured():
     scores = rng.normal(size=(T, T))
     future = np.triu(np.ones((T, T), dtype=bool), k=1)
     masked = np.where(future, -np.inf, scores)
-    fig = masked_attention_figure(scores, masked, reference_softmax(masked), [str(t) for t in range(T)],
-                                  [str(t) for t in range(T)])
+    fig = masked_attention_figure(scores, masked, reference_softmax(masked),
+                                  [str(t) for t in range(T)], [str(t) for t in range(T)])
     colour = traces(fig, "masked scores")[0]
     grey = traces(fig, "masked scores masked")[0]
     z = np.asarray(colour.z, dtype=float)
     assert np.array_equal(np.isnan(z), future)  # no colour at all where the mask put −∞
     np.testing.assert_allclose(z[~future], scores[~future])
     assert np.array_equal(~np.isnan(np.asarray(grey.z, dtype=float)), future)
-    assert grey.colorscale[0][1] == grey.colorscale[-1][1]  # one flat grey, outside any colour scale
-    # the unmasked score panel has no grey layer; the weights panel greys exactly the same cells, in the same
-    # grey, and never draws them as the colour scale's 0
+    # one flat grey, outside any colour scale
+    assert grey.colorscale[0][1] == grey.colorscale[-1][1]
+    # the unmasked score panel has no grey layer; the weights panel greys exactly the same cells, in
+    # the same grey, and never draws them as the colour scale's 0
     assert not traces(fig, "scores masked")
     weights_grey = traces(fig, "weights masked")[0]
     assert np.array_equal(~np.isnan(np.asarray(weights_grey.z, dtype=float)), future)
@@ -79,10 +83,11 @@ def test_masked_cells_are_grey_not_coloured():
     lone = attention_map(reference_softmax(masked), list("abcde"), list("abcde"), masked=future)
     assert np.array_equal(~np.isnan(z_of(traces(lone, "masked")[0])), future)
     assert traces(lone, "masked")[0].colorscale == grey.colorscale
-    assert lone.layout.yaxis.scaleanchor == "x" and lone.layout.yaxis.scaleratio == 1  # square cells
+    # square cells
+    assert lone.layout.yaxis.scaleanchor == "x" and lone.layout.yaxis.scaleratio == 1
 
-    grid = head_grid(np.stack([masked, masked]), list("abcde"), list("abcde"), colorscale="RdBu_r", zmin=None,
-                     zmax=None)
+    grid = head_grid(np.stack([masked, masked]), list("abcde"), list("abcde"),
+                     colorscale="RdBu_r", zmin=None, zmax=None)
     assert len(traces(grid, "head 1 masked")) == 1
     assert np.array_equal(np.isnan(np.asarray(traces(grid, "head 1")[0].z, dtype=float)), future)
 

@@ -1,4 +1,5 @@
-"""plots/margins.py: the room a grid of square heatmaps' labels take, reserved before plotly.js draws it."""
+"""plots/margins.py: the room a grid of square heatmaps' labels take, reserved before plotly.js
+draws it."""
 
 import numpy as np
 import pytest
@@ -17,7 +18,8 @@ def test_text_width_reads_entities_and_tags_and_scales_with_size():
     assert text_width("<b>head 0</b>", 10) == pytest.approx(text_width("head 0", 10))
     assert text_width("Mann", 20) == pytest.approx(2 * text_width("Mann", 10))
     # Arial's advance widths: "i" is 222/1000 em, "W" 944/1000 em.
-    assert text_width("i", 100) == pytest.approx(22.2) and text_width("W", 100) == pytest.approx(94.4)
+    assert (text_width("i", 100) == pytest.approx(22.2)
+            and text_width("W", 100) == pytest.approx(94.4))
 
 
 def test_a_head_grid_gets_room_for_its_longest_labels():
@@ -34,7 +36,8 @@ def test_a_head_grid_gets_room_for_its_longest_labels():
 
 
 def test_longer_labels_get_more_room():
-    short = browser_figure(head_grid(np.full((2, 3, 3), 1 / 3), ["a", "b", "c"], ["a", "b", "c"])).to_dict()
+    short = browser_figure(head_grid(np.full((2, 3, 3), 1 / 3), ["a", "b", "c"],
+                                     ["a", "b", "c"])).to_dict()
     long = browser_figure(head_grid(np.full((2, 3, 3), 1 / 3), ["a", "b", "Fahrradfahrer"],
                                     ["a", "b", "Fahrradfahrer"])).to_dict()
     assert long["layout"]["margin"]["l"] > short["layout"]["margin"]["l"] + 50
@@ -60,5 +63,6 @@ def test_x_labels_at_an_angle_plotly_picks_leave_the_margins_alone():
     spec["layout"]["margin"] = {"l": 10, "b": 10}
     for name, axis in spec["layout"].items():
         if name.startswith("xaxis"):
-            axis.pop("tickangle", None)  # plotly.js would turn them only where they overlap, at the width drawn
+            # plotly.js would turn them only where they overlap, at the width drawn
+            axis.pop("tickangle", None)
     assert reserve_margins(spec)["layout"]["margin"] == {"l": 10, "b": 10}

@@ -1,5 +1,5 @@
-"""plots/positional.py: the PE matrix and its curves against the paper's formula, position similarity, and the
-same words in another order."""
+"""plots/positional.py: the PE matrix and its curves against the paper's formula, position
+similarity, and the same words in another order."""
 
 from __future__ import annotations
 
@@ -24,11 +24,13 @@ def test_pe_curves_match_the_paper_formula(base):
     assert len(lines) == len(markers) == len(dims)
     for dim, line, marker in zip(dims, lines, markers):
         i = dim // 2
-        by_hand = [(math.sin if dim % 2 == 0 else math.cos)(p / base ** (2 * i / d_model)) for p in range(L)]
+        by_hand = [(math.sin if dim % 2 == 0 else math.cos)(p / base ** (2 * i / d_model))
+                   for p in range(L)]
         np.testing.assert_allclose(np.asarray(marker.y), by_hand, atol=1e-6)  # the model's matrix
         grid = np.asarray(line.x)
         assert grid[0] == 0 and grid[-1] == L - 1 and len(grid) > L
-        curve = [(math.sin if dim % 2 == 0 else math.cos)(p / base ** (2 * i / d_model)) for p in grid]
+        curve = [(math.sin if dim % 2 == 0 else math.cos)(p / base ** (2 * i / d_model))
+                 for p in grid]
         np.testing.assert_allclose(np.asarray(line.y), curve, atol=1e-12)
 
 
@@ -60,7 +62,8 @@ def test_wavelengths_span_2pi_to_2pi_base():
 
 def test_embedding_plus_pe_figure_shows_the_traced_sum(sentence_trace):
     _, _, trace = sentence_trace
-    e, p, x = trace["src.embedding"][0].numpy(), trace["src.positional"].numpy(), trace["src.input"][0].numpy()
+    e, p, x = (trace["src.embedding"][0].numpy(), trace["src.positional"].numpy(),
+               trace["src.input"][0].numpy())
     fig = pos.embedding_plus_pe_figure(e, p, x, ["<b>", "b", "c", "b", "d", "</s>"])
     assert [t.xaxis for t in fig.data] == ["x", "x2", "x3"]
     np.testing.assert_allclose(z_of(fig.data[2]), z_of(fig.data[0]) + z_of(fig.data[1]), atol=1e-5)
@@ -87,16 +90,19 @@ def test_reversed_order_same_tokens_different_inputs(tiny_model):
     fig = pos.order_difference_heatmap(d_in, ["<i>"] + tokens_a[1:], matches)
     assert list(fig.data[-1].y)[0] == "0 &lt;i&gt; (→ 3)"
     table = pos.order_table(tokens_a, matches, d_emb, d_in)
-    assert table["position (original)"] == [0, 1, 2, 3, 4] and table["position (reversed)"] == matches
+    assert (table["position (original)"] == [0, 1, 2, 3, 4]
+            and table["position (reversed)"] == matches)
     np.testing.assert_allclose(table["‖Δ input‖"], norms)
     worst = int(np.argmax(norms))  # the moved token whose input changed most: its PE difference
     formula = pos.largest_move_latex(table)
     assert rf"moved from position }} {worst} \text{{ to }} {matches[worst]}:" in formula
-    assert rf"\lVert PE_{{{worst}}} - PE_{{{matches[worst]}}} \rVert = {norms[worst]:.3f}" in formula
+    assert (rf"\lVert PE_{{{worst}}} - PE_{{{matches[worst]}}} \rVert = {norms[worst]:.3f}"
+            in formula)
 
 
 def test_largest_move_needs_a_moved_token():
-    unmoved = pos.order_table(["a", "b"], [0, None], np.zeros((2, 3)), np.array([[0.0] * 3, [np.nan] * 3]))
+    unmoved = pos.order_table(["a", "b"], [0, None], np.zeros((2, 3)),
+                              np.array([[0.0] * 3, [np.nan] * 3]))
     assert unmoved["position (reversed)"] == [0, None] and np.isnan(unmoved["‖Δ input‖"][1])
     assert pos.largest_move_latex(unmoved) is None
 
@@ -118,4 +124,5 @@ def test_pe_halves_are_the_sin_and_cos_columns():
     sin, cos = fig.data
     np.testing.assert_allclose(np.asarray(sin.z, dtype=float), np.sin(angle))
     np.testing.assert_allclose(np.asarray(cos.z, dtype=float), np.cos(angle))
-    assert (cos.xaxis, cos.yaxis) == ("x2", "y2") and fig.layout.xaxis.domain[1] < fig.layout.xaxis2.domain[0]
+    assert ((cos.xaxis, cos.yaxis) == ("x2", "y2")
+            and fig.layout.xaxis.domain[1] < fig.layout.xaxis2.domain[0])

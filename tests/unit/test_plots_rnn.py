@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from tests.support.figures import array, z_of
-from transformer_viz.plots.rnn import (bucket_bleu_figure, context_figure, hidden_states_figure, steps_figure,
-                                       timing_figure, unrolled_figure)
+from transformer_viz.plots.rnn import (bucket_bleu_figure, context_figure, hidden_states_figure,
+                                       steps_figure, timing_figure, unrolled_figure)
 
 
 def test_hidden_states_outline_the_context_row():
@@ -41,7 +41,8 @@ def test_timing_in_milliseconds_and_buckets_with_gaps():
     assert [t.name for t in fig.data] == ["RNN", "Transformer"]
     np.testing.assert_allclose(array(fig.data[1].y), [4.0, 5.0])
     fig = bucket_bleu_figure(["≤ 10", "> 25"], {"RNN": [20.0, None]}, counts=[3, 0])
-    assert list(fig.data[0].x) == ["≤ 10<br>(3)", "> 25<br>(0)"] and fig.data[0].name == "RNN"  # one score: no share
+    # one score: no share
+    assert list(fig.data[0].x) == ["≤ 10<br>(3)", "> 25<br>(0)"] and fig.data[0].name == "RNN"
     assert bucket_bleu_figure(["a", "b"], {"X": [20.0, 5.0]}).data[0].name == "X (keeps 25 %)"
     y = array(fig.data[0].y)
     assert y[0] == 20.0 and np.isnan(y[1])

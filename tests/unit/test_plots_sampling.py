@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from tests.support.figures import z_of
-from transformer_viz.generation.sampling import next_token_distribution
 from transformer_viz.plots.common import BLUE, FAINT, ORANGE
-from transformer_viz.plots.sampling import families_figure, families_masks, kept_set_figure, temperature_figure
+from transformer_viz.plots.sampling import (families_figure, families_masks, kept_set_figure,
+                                            temperature_figure)
+from transformer_viz.generation.sampling import next_token_distribution
 
 
 def test_temperature_figure_draws_both_distributions_side_by_side():
@@ -43,8 +44,8 @@ def test_families_figure_draws_the_four_masks():
 
 
 def test_families_figure_labels_x_only_on_the_bottom_row():
-    """The top row's x labels, turned, ran into the bottom row's panel titles; its keys are its rows'
-    tokens. Every label at least 10 px, a phone's floor."""
+    """The top row's x labels, turned, ran into the bottom row's panel titles; its keys are its
+    rows' tokens. Every label at least 10 px, a phone's floor."""
     fig = families_figure(["a", "b"], ["c", "d", "e"], ["a", "b", "c"])
     shown = [fig.layout[f"xaxis{k or ''}"].showticklabels for k in (0, 2, 3, 4)]
     assert shown == [False, False, True, True]

@@ -17,7 +17,8 @@ def test_lr_schedule_peaks_at_warmup():
     assert lrs.max() == pytest.approx(2.0 * 512**-0.5 * 4000**-0.5)
     assert np.all(np.diff(lrs[steps <= 4000]) > 0) and np.all(np.diff(lrs[steps >= 4000]) < 0)
     assert lrs[-1] == pytest.approx(learning_rate(20000, 512, 4000, 2.0))
-    fig = lr_schedule_figure(steps, lrs, 4000, marker_step=10000, marker_lr=learning_rate(10000, 512, 4000, 2.0))
+    fig = lr_schedule_figure(steps, lrs, 4000, marker_step=10000,
+                             marker_lr=learning_rate(10000, 512, 4000, 2.0))
     peak = traces(fig, "peak")[0]
     assert list(peak.x) == [4000]
     assert fig.layout.shapes[0].x0 == 4000
@@ -26,12 +27,14 @@ def test_lr_schedule_peaks_at_warmup():
 def test_history_loss_and_bleu_in_separate_panels():
     from transformer_viz.plots.training import history_figure
 
-    history = [{"epoch": e, "step": 100 * e, "train_loss": 5.0 - e, "val_loss": 5.2 - e, "val_bleu": 8.0 * e}
+    history = [{"epoch": e, "step": 100 * e, "train_loss": 5.0 - e, "val_loss": 5.2 - e,
+                "val_bleu": 8.0 * e}
                for e in (1, 2, 3)]
     fig = history_figure(history)
     bleu = traces(fig, "validation BLEU")[0]
     loss = traces(fig, "training loss")[0]
-    assert (bleu.xaxis, bleu.yaxis) == ("x2", "y2") and (loss.xaxis or "x", loss.yaxis or "y") == ("x", "y")
+    assert ((bleu.xaxis, bleu.yaxis) == ("x2", "y2")
+            and (loss.xaxis or "x", loss.yaxis or "y") == ("x", "y"))
     assert fig.layout.yaxis2.overlaying is None  # its own panel, not a second axis over the loss
     assert fig.layout.xaxis.domain[1] < fig.layout.xaxis2.domain[0]  # side by side, not overlapping
     assert list(bleu.y) == [8.0, 16.0, 24.0]

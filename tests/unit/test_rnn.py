@@ -1,5 +1,5 @@
-"""The recurrent encoder–decoders (models/rnn/): shapes and trace names, attention over real positions only,
-the bottleneck, greedy decoding against a step-by-step loop, training, and checkpoints."""
+"""The recurrent encoder–decoders (rnn.py): shapes and trace names, attention over real positions
+only, the bottleneck, greedy decoding against a step-by-step loop, training, and checkpoints."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ import pytest
 import torch
 
 from tests.conftest import synthetic_pairs
-from transformer_viz.checkpoints import CheckpointError, checkpoint_arch, load_checkpoint, save_checkpoint
+from transformer_viz.checkpoints import (CheckpointError, checkpoint_arch, load_checkpoint,
+                                         save_checkpoint)
 from transformer_viz.core.trace import Trace
-from transformer_viz.generation.decoding import beam_search, greedy_decode
 from transformer_viz.models.rnn.config import preset
 from transformer_viz.models.rnn.model import RNNSeq2Seq
 from transformer_viz.models.rnn.names import trace_names
+from transformer_viz.generation.decoding import beam_search, greedy_decode
 
 V = 40
 
@@ -46,8 +47,8 @@ def test_shapes_and_trace_names(attention):
     assert logits.shape == (B, T, V)
     assert trace.names() == [name for name, _, _ in trace_names(attention)]
     expected = {"src.token_ids": (B, S), "rnn.encoder.hidden": (B, S, d), "rnn.context": (B, d),
-                "tgt.token_ids": (B, T), "rnn.decoder.hidden": (B, T, d), "rnn.output": (B, T, model.cfg.d_emb),
-                "logits": (B, T, V), "probs": (B, T, V)}
+                "tgt.token_ids": (B, T), "rnn.decoder.hidden": (B, T, d),
+                "rnn.output": (B, T, model.cfg.d_emb), "logits": (B, T, V), "probs": (B, T, V)}
     if attention:
         expected |= {"rnn.attn.weights": (B, T, S), "rnn.attn.context": (B, T, d)}
     assert trace.shapes() == expected
@@ -58,7 +59,8 @@ def test_shapes_and_trace_names(attention):
 
 
 def test_padding_does_not_change_a_sentence():
-    """A sentence alone and padded in a batch gives the same encoder states and logits at its real positions."""
+    """A sentence alone and padded in a batch gives the same encoder states and logits at its real
+    positions."""
     model = make_model(True)
     src, tgt = padded_batch()
     alone = Trace()
@@ -84,8 +86,8 @@ def test_attention_weights_sum_to_one_over_real_positions():
 
 @pytest.mark.parametrize("attention", [False, True])
 def test_the_bottleneck(attention):
-    """Without attention, perturbing every encoder state but the last real one changes nothing downstream;
-    with attention it changes the output."""
+    """Without attention, perturbing every encoder state but the last real one changes nothing
+    downstream; with attention it changes the output."""
     model = make_model(attention)
     src, tgt = padded_batch()
     with torch.no_grad():
@@ -106,7 +108,8 @@ def test_the_bottleneck(attention):
 
 
 def reference_greedy(model: RNNSeq2Seq, src_row: list[int], max_len: int) -> list[int]:
-    """One sentence, one step at a time, by teacher-forced forwards over the growing output (no state kept)."""
+    """One sentence, one step at a time, by teacher-forced forwards over the growing output (no
+    state kept)."""
     out = [model.cfg.bos_id]
     for _ in range(max_len):
         logits = model(torch.tensor([src_row]), torch.tensor([out]))  # (1, t, V)
@@ -142,19 +145,21 @@ def test_sequential_steps():
     assert make_model(False).sequential_steps(7, 9) == 16
 
 
-# --- training and checkpoints ---------------------------------------------------------------------------
+# --- training and checkpoints ---------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, tokenizer):
-    """A tiny attention model trained for a few seconds on the synthetic pairs, exported as a checkpoint."""
+    """A tiny attention model trained for a few seconds on the synthetic pairs, exported as a
+    checkpoint."""
     from transformer_viz.training.rnn import RNNTrainConfig, train_rnn
 
     root = tmp_path_factory.mktemp("rnn")
     pairs = {"train": synthetic_pairs(400), "val": synthetic_pairs(40, seed=1)}
-    tc = RNNTrainConfig(config="tiny", model_overrides={"attention": True, "d_hidden": 48, "d_emb": 32},
-                        epochs=3, batch_tokens=600, tatoeba_copies=0, max_minutes=0, lr=3e-3, amp="off")
-    summary = train_rnn(tc, root / "run", out_dir=root / "ckpt", pairs=pairs, tokenizer=tokenizer, progress=False,
-                        log=lambda *_: None)
+    tc = RNNTrainConfig(config="tiny",
+                        model_overrides={"attention": True, "d_hidden": 48, "d_emb": 32}, epochs=3,
+                        batch_tokens=600, tatoeba_copies=0, max_minutes=0, lr=3e-3, amp="off")
+    summary = train_rnn(tc, root / "run", out_dir=root / "ckpt", pairs=pairs, tokenizer=tokenizer,
+                        progress=False, log=lambda *_: None)
     return root, summary
 
 
@@ -177,8 +182,9 @@ def test_training_resumes(trained, tokenizer):
     run = root / "resumed"
     shutil.copytree(root / "run", run)
     pairs = {"train": synthetic_pairs(400), "val": synthetic_pairs(40, seed=1)}
-    tc = RNNTrainConfig(config="tiny", model_overrides={"attention": True, "d_hidden": 48, "d_emb": 32},
-                        epochs=4, batch_tokens=600, tatoeba_copies=0, max_minutes=0, lr=3e-3, amp="off")
+    tc = RNNTrainConfig(config="tiny",
+                        model_overrides={"attention": True, "d_hidden": 48, "d_emb": 32}, epochs=4,
+                        batch_tokens=600, tatoeba_copies=0, max_minutes=0, lr=3e-3, amp="off")
     more = train_rnn(tc, run, pairs=pairs, tokenizer=tokenizer, progress=False, log=lambda *_: None)
     assert [row["epoch"] for row in more["history"]] == [1, 2, 3, 4]
     assert more["history"][:3] == summary["history"]
@@ -220,7 +226,9 @@ def test_bad_rnn_checkpoints_are_refused(tmp_path, tokenizer):
     for name, (edit, message) in cases.items():
         with pytest.raises(CheckpointError, match=message):
             load_checkpoint(variant(name.replace(" ", "_"), edit))
-    pickled = variant("pickle", lambda p: ((p / "model.safetensors").unlink(), (p / "model.pt").write_bytes(b"x")))
+    pickled = variant("pickle",
+                      lambda p: ((p / "model.safetensors").unlink(),
+                                 (p / "model.pt").write_bytes(b"x")))
     with pytest.raises(CheckpointError, match="pickle"):
         load_checkpoint(pickled)
 
@@ -230,7 +238,8 @@ def test_cli_translate_and_trace(trained, capsys):
 
     root, _ = trained
     assert main(["translate", "--checkpoint", str(root / "ckpt"), "ein mann im park ."]) == 0
-    assert capsys.readouterr().out.endswith("\n")  # one line, the (barely trained) model's translation
+    # one line, the (barely trained) model's translation
+    assert capsys.readouterr().out.endswith("\n")
     assert main(["trace", "--checkpoint", str(root / "ckpt"), "ein hund ."]) == 0
     out = json.loads(capsys.readouterr().out)
     shapes, S, T = out["shapes"], len(out["source_tokens"]), len(out["target_tokens"])
@@ -238,15 +247,18 @@ def test_cli_translate_and_trace(trained, capsys):
 
 
 def test_the_time_budget_is_a_hard_limit(tmp_path, tokenizer):
-    """A run never starts a batch that would leave too little of the budget to validate (at first a validation
-    is assumed to take 2 minutes): with a 3-second budget nothing is trained and nothing is exported."""
+    """A run never starts a batch that would leave too little of the budget to validate (at first a
+    validation is assumed to take 2 minutes): with a 3-second budget nothing is trained and nothing
+    is exported."""
     from transformer_viz.training.rnn import RNNTrainConfig, train_rnn
 
     pairs = {"train": synthetic_pairs(100), "val": synthetic_pairs(10, seed=1)}
-    tc = RNNTrainConfig(config="tiny", epochs=2, batch_tokens=600, tatoeba_copies=0, max_minutes=0.05, amp="off")
-    summary = train_rnn(tc, tmp_path / "run", out_dir=tmp_path / "ckpt", pairs=pairs, tokenizer=tokenizer,
-                        progress=False, log=lambda *_: None)
-    assert summary["history"] == [] and summary["steps"] == 0 and "time budget" in summary["stop_reason"]
+    tc = RNNTrainConfig(config="tiny", epochs=2, batch_tokens=600, tatoeba_copies=0,
+                        max_minutes=0.05, amp="off")
+    summary = train_rnn(tc, tmp_path / "run", out_dir=tmp_path / "ckpt", pairs=pairs,
+                        tokenizer=tokenizer, progress=False, log=lambda *_: None)
+    assert (summary["history"] == [] and summary["steps"] == 0
+            and "time budget" in summary["stop_reason"])
     assert not (tmp_path / "ckpt").exists()
 
 
@@ -256,5 +268,6 @@ def test_the_sidebar_lists_transformers_and_the_rnn_page_its_own(checkpoint_dir,
     monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(checkpoint_dir.parent))
     assert list(catalogue.list_checkpoints()) == ["tiny"]
     assert sorted(catalogue.list_checkpoints("rnn")) == ["rnn-attn-de-en", "rnn-de-en"]
-    assert about.rnn_checkpoints("de", "en") == {"plain": "rnn-de-en", "attention": "rnn-attn-de-en"}
+    assert (about.rnn_checkpoints("de", "en")
+            == {"plain": "rnn-de-en", "attention": "rnn-attn-de-en"})
     assert about.rnn_checkpoints("en", "de") == {}

@@ -1,4 +1,5 @@
-"""Temperature, top-k, top-p and seeded draws (generation/sampling.py), and completing a prompt (generation/completion.py)."""
+"""Temperature, top-k, top-p and seeded draws (text/sampling.py), and completing a prompt
+(text/completion.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import torch
 from scipy.stats import chisquare
 
 from transformer_viz.generation.completion import SamplingSettings, complete_ids, suppressed_ids
-from transformer_viz.generation.sampling import (draw, next_token_distribution, softmax, top_k_mask, top_p_mask,
-                                           with_temperature)
+from transformer_viz.generation.sampling import (draw, next_token_distribution, softmax,
+                                           top_k_mask, top_p_mask, with_temperature)
 
 LOGITS = np.array([2.0, 1.0, 0.5, 0.5, -1.0, 3.0, 0.0])
 
@@ -23,10 +24,13 @@ def test_temperature_one_leaves_the_distribution_unchanged():
 def test_temperature_towards_zero_becomes_greedy_and_above_one_flattens():
     for T in (0.5, 0.1, 0.02):
         assert with_temperature(LOGITS, T)[5] > with_temperature(LOGITS, 2 * T)[5]
-    assert np.delete(with_temperature(LOGITS, 0.01), 5).sum() < 1e-40  # e^(−1/0.01) = e^(−100) at most
-    assert np.array_equal(with_temperature(LOGITS, 0.0), np.eye(len(LOGITS))[5])  # T = 0: exactly greedy
+    # e^(−1/0.01) = e^(−100) at most
+    assert np.delete(with_temperature(LOGITS, 0.01), 5).sum() < 1e-40
+    # T = 0: exactly greedy
+    assert np.array_equal(with_temperature(LOGITS, 0.0), np.eye(len(LOGITS))[5])
     tied = np.array([1.0, 4.0, 4.0])
-    assert np.array_equal(with_temperature(tied, 0.0), [0.0, 1.0, 0.0])  # equal maxima: the lower ID
+    # equal maxima: the lower ID
+    assert np.array_equal(with_temperature(tied, 0.0), [0.0, 1.0, 0.0])
     hot = with_temperature(LOGITS, 100.0)
     assert hot.max() - hot.min() < 0.01  # nearly uniform
     with pytest.raises(ValueError):
@@ -41,7 +45,8 @@ def test_top_k_keeps_exactly_k_tokens_and_breaks_ties_by_id():
         assert probs[keep].min() >= probs[~keep].max()
     assert np.array_equal(np.flatnonzero(top_k_mask(probs, 2)), [0, 5])
     assert np.array_equal(np.flatnonzero(top_k_mask(probs, 3)), [0, 1, 5])
-    assert np.array_equal(np.flatnonzero(top_k_mask(probs, 4)), [0, 1, 2, 5])  # 2 and 3 tie: the lower ID, 2
+    # 2 and 3 tie: the lower ID, 2
+    assert np.array_equal(np.flatnonzero(top_k_mask(probs, 4)), [0, 1, 2, 5])
     assert top_k_mask(probs, 0).all() and top_k_mask(probs, 99).all()
 
 
@@ -83,8 +88,8 @@ def test_seeded_sampling_is_reproducible():
 
 
 def test_twenty_thousand_draws_match_the_distribution():
-    """Chi-square goodness of fit at the 1 % level (a correct sampler fails it 1 time in 100: seeded, so it
-    either always passes or never)."""
+    """Chi-square goodness of fit at the 1 % level (a correct sampler fails it 1 time in 100:
+    seeded, so it either always passes or never)."""
     probs = next_token_distribution(LOGITS, temperature=1.3, top_k=5).final
     rng = np.random.default_rng(2026)
     counts = np.bincount([draw(probs, rng) for _ in range(20_000)], minlength=len(probs))
@@ -93,7 +98,8 @@ def test_twenty_thousand_draws_match_the_distribution():
     _, p_value = chisquare(counts[kept], 20_000 * probs[kept])
     assert p_value > 0.01
     # And a sampler that ignored the temperature fails the same test.
-    _, wrong = chisquare(counts[kept], 20_000 * next_token_distribution(LOGITS, top_k=5).final[kept])
+    _, wrong = chisquare(counts[kept],
+                         20_000 * next_token_distribution(LOGITS, top_k=5).final[kept])
     assert wrong < 0.01
 
 
@@ -102,7 +108,8 @@ def _tiny_model():
     from transformer_viz.models.gpt.model import GPT
 
     torch.manual_seed(0)
-    return GPT(GPTConfig(vocab_size=30, d_model=16, d_ff=32, h=2, N=2, max_len=12, dropout=0.0)).eval()
+    return GPT(GPTConfig(vocab_size=30, d_model=16, d_ff=32, h=2, N=2, max_len=12,
+                         dropout=0.0)).eval()
 
 
 def test_greedy_completion_takes_the_most_probable_token_every_step():
@@ -117,14 +124,17 @@ def test_greedy_completion_takes_the_most_probable_token_every_step():
         ids.append(token)
     assert done.stop_reason in ("</s>", "max_new_tokens")
     # A temperature near 0 samples what greedy picks.
-    near = complete_ids(model, [1, 7, 9], SamplingSettings(temperature=1e-4, max_new_tokens=6, seed=5))
+    near = complete_ids(model, [1, 7, 9],
+                        SamplingSettings(temperature=1e-4, max_new_tokens=6, seed=5))
     assert near.new_ids == done.new_ids
 
 
 def test_sampled_completion_is_reproducible_with_its_seed_and_respects_max_len():
     model = _tiny_model()
-    a = complete_ids(model, [1, 4], SamplingSettings(temperature=1.5, top_p=0.9, seed=3, max_new_tokens=30))
-    b = complete_ids(model, [1, 4], SamplingSettings(temperature=1.5, top_p=0.9, seed=3, max_new_tokens=30))
+    a = complete_ids(model, [1, 4],
+                     SamplingSettings(temperature=1.5, top_p=0.9, seed=3, max_new_tokens=30))
+    b = complete_ids(model, [1, 4],
+                     SamplingSettings(temperature=1.5, top_p=0.9, seed=3, max_new_tokens=30))
     assert a.new_ids == b.new_ids
     assert len(a.ids) <= model.cfg.max_len
     assert 0 not in a.new_ids and 1 not in a.new_ids  # <pad> and <s> are never generated

@@ -1,6 +1,6 @@
-"""The arrays that a page and the notebook (transformer_viz.notebook) both draw, from one helper each:
-one attention head's arrays (plots.attention.head_arrays), a greedy step's candidates and the beam tree
-(text.analysis.step_candidates, beam_tree_data)."""
+"""The arrays that a page and the notebook (transformer_viz.notebook) both draw, from one helper
+each: one attention head's arrays (plots.attention.head_arrays), a greedy step's candidates and the
+beam tree (text.analysis.step_candidates, beam_tree_data)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,10 @@ def test_head_arrays_are_the_heads_slices_and_its_mask(sentence_trace):
     arrays = att.head_arrays(trace, "decoder.1.cross_attn", 1, T, S)
     assert set(arrays) == set(att.HEAD_ARRAYS) | {"mask"}
     for name in att.HEAD_ARRAYS:
-        np.testing.assert_array_equal(arrays[name], att.head_slice(trace[f"decoder.1.cross_attn.{name}"], 1))
-    assert arrays["weights"].shape == (T, S) and arrays["q"].shape[0] == T and arrays["k"].shape[0] == S
+        np.testing.assert_array_equal(arrays[name],
+                                      att.head_slice(trace[f"decoder.1.cross_attn.{name}"], 1))
+    assert (arrays["weights"].shape == (T, S) and arrays["q"].shape[0] == T
+            and arrays["k"].shape[0] == S)
     causal = att.head_arrays(trace, "decoder.0.self_attn", 0, T, T)["mask"]
     np.testing.assert_array_equal(causal, np.tril(np.ones((T, T), dtype=bool)))
 
@@ -37,9 +39,11 @@ def test_step_candidates_name_the_token_each_greedy_step_wrote(tiny_checkpoint):
 
 def test_beam_tree_data_marks_the_beam_of_the_chosen_translation(tiny_checkpoint):
     run = run_sentence(tiny_checkpoint, SENTENCE, beam_size=3)
-    tree = beam_tree_data(run.decoding.steps, run.decoding.tokens[0], tiny_checkpoint.tokenizer.convert_ids_to_tokens)
+    tree = beam_tree_data(run.decoding.steps, run.decoding.tokens[0],
+                          tiny_checkpoint.tokenizer.convert_ids_to_tokens)
     n = len(run.decoding.steps)
-    assert len(tree["text"]) == len(tree["parents"]) == len(tree["scores"]) == len(tree["finished"]) == n
+    assert (len(tree["text"]) == len(tree["parents"]) == len(tree["scores"])
+            == len(tree["finished"]) == n)
     assert all(len(row) == 3 for row in tree["text"])
     assert tree["best_beam"] is not None
     tokens = [s.tokens[0] for s in run.decoding.steps]

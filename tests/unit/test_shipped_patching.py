@@ -1,5 +1,6 @@
-"""The patching presets (interpret/patching.py) on the shipped checkpoints: each pair is one source token
-apart, its greedy translations differ, and the changed token decides the word at encoder layer 0."""
+"""The patching presets (interpret/patching.py) on the shipped checkpoints: each pair is one source
+token apart, its greedy translations differ, and the changed token decides the word at encoder layer
+0."""
 
 from __future__ import annotations
 

@@ -17,7 +17,8 @@ def ruff(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_ruff_is_the_pinned_version():
-    pinned = next(line.split("==")[1] for line in (ROOT / "requirements.txt").read_text().splitlines()
+    pinned = next(line.split("==")[1]
+                  for line in (ROOT / "requirements.txt").read_text().splitlines()
                   if line.startswith("ruff=="))
     assert ruff("--version").stdout.split()[1] == pinned
 

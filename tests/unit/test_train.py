@@ -34,12 +34,13 @@ def pairs():
 
 
 def pairs_vocab(run_dir: Path) -> int:
-    return json.loads((run_dir / "tokenizer" / "tokenizer.json").read_text())["model"]["vocab"].__len__()
+    return json.loads(
+        (run_dir / "tokenizer" / "tokenizer.json").read_text())["model"]["vocab"].__len__()
 
 
 def test_a_few_hundred_steps_drive_the_loss_down(tmp_path, pairs):
-    summary = train(_config(epochs=9, batch_tokens=240), tmp_path / "run", pairs=pairs, out_dir=tmp_path / "ckpt", progress=False,
-                    log=lambda *_: None)
+    summary = train(_config(epochs=9, batch_tokens=240), tmp_path / "run", pairs=pairs,
+                    out_dir=tmp_path / "ckpt", progress=False, log=lambda *_: None)
     history = summary["history"]
     assert summary["steps"] >= 200
     chance = math.log(pairs_vocab(tmp_path / "run"))  # the loss of a uniform guess
@@ -51,29 +52,43 @@ def test_a_few_hundred_steps_drive_the_loss_down(tmp_path, pairs):
     assert [h["epoch"] for h in card["history"]] == list(range(1, 10))
 
 
-def test_a_resumed_run_continues_from_the_saved_step_with_the_same_learning_rate(tmp_path, pairs):
-    straight = train(_config(epochs=3), tmp_path / "a", pairs=pairs, progress=False, log=lambda *_: None)
-    train(_config(epochs=2), tmp_path / "b", pairs=pairs, progress=False, log=lambda *_: None)
+def resumed_history(tmp_path, pairs, straight: dict, epochs: int, from_epoch: int) -> list:
+    """Run b resumed up to ``epochs``: it says where it resumed from and takes the straight run's
+    steps. Returns the (straight, resumed) history entries side by side."""
     logs = []
-    resumed = train(_config(epochs=3), tmp_path / "b", pairs=pairs, progress=False, log=logs.append)
-    assert any("resuming from epoch 2" in line for line in logs)
+    resumed = train(_config(epochs=epochs), tmp_path / "b", pairs=pairs, progress=False,
+                    log=logs.append)
+    assert any(f"resuming from epoch {from_epoch}" in line for line in logs)
     assert [h["step"] for h in resumed["history"]] == [h["step"] for h in straight["history"]]
-    for a, b in zip(straight["history"], resumed["history"]):
+    return list(zip(straight["history"], resumed["history"]))
+
+
+def assert_same_weights(tmp_path, name: str) -> None:
+    wa = load_file(str(tmp_path / "a" / name))
+    wb = load_file(str(tmp_path / "b" / name))
+    assert all(torch.allclose(wa[k], wb[k], atol=1e-6) for k in wa)
+
+
+def test_a_resumed_run_continues_from_the_saved_step_with_the_same_learning_rate(tmp_path, pairs):
+    straight = train(_config(epochs=3), tmp_path / "a", pairs=pairs, progress=False,
+                     log=lambda *_: None)
+    train(_config(epochs=2), tmp_path / "b", pairs=pairs, progress=False, log=lambda *_: None)
+    for a, b in resumed_history(tmp_path, pairs, straight, 3, from_epoch=2):
         assert a["lr"] == pytest.approx(b["lr"], rel=1e-12)
         assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-5)
-    wa, wb = load_file(str(tmp_path / "a" / "epoch003.safetensors")), load_file(str(tmp_path / "b" / "epoch003.safetensors"))
-    assert all(torch.allclose(wa[k], wb[k], atol=1e-6) for k in wa)
+    assert_same_weights(tmp_path, "epoch003.safetensors")
 
 
 class _Stop(Exception):
     """Ends a run in the middle of an epoch, as a killed process would."""
 
 
-def test_a_run_stopped_in_the_middle_of_an_epoch_resumes_from_its_last_mid_epoch_save(tmp_path, pairs,
-                                                                                      monkeypatch):
+def test_a_run_stopped_in_the_middle_of_an_epoch_resumes_from_its_last_mid_epoch_save(
+        tmp_path, pairs, monkeypatch):
     from transformer_viz.training import translation
 
-    straight = train(_config(epochs=2), tmp_path / "a", pairs=pairs, progress=False, log=lambda *_: None)
+    straight = train(_config(epochs=2), tmp_path / "a", pairs=pairs, progress=False,
+                     log=lambda *_: None)
     saves = []
     real_save = translation.save_train_state
 
@@ -85,27 +100,24 @@ def test_a_run_stopped_in_the_middle_of_an_epoch_resumes_from_its_last_mid_epoch
 
     monkeypatch.setattr(translation, "save_train_state", save_then_stop)
     with pytest.raises(_Stop):
-        train(_config(epochs=2, save_every_minutes=1e-9), tmp_path / "b", pairs=pairs, progress=False,
-              log=lambda *_: None)
+        train(_config(epochs=2, save_every_minutes=1e-9), tmp_path / "b", pairs=pairs,
+              progress=False, log=lambda *_: None)
     monkeypatch.setattr(translation, "save_train_state", real_save)
     assert saves == [1, 2, 3, 4, 5]  # a save after every step, within the first epoch
-    logs = []
-    resumed = train(_config(epochs=2), tmp_path / "b", pairs=pairs, progress=False, log=logs.append)
-    assert any("resuming from epoch 0" in line for line in logs)
-    assert [h["step"] for h in resumed["history"]] == [h["step"] for h in straight["history"]]
-    for a, b in zip(straight["history"], resumed["history"]):
-        assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-5)  # every batch counted once
-    wa = load_file(str(tmp_path / "a" / "epoch002.safetensors"))
-    wb = load_file(str(tmp_path / "b" / "epoch002.safetensors"))
-    assert all(torch.allclose(wa[k], wb[k], atol=1e-6) for k in wa)
+    for a, b in resumed_history(tmp_path, pairs, straight, 2, from_epoch=0):
+        # every batch counted once
+        assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-5)
+    assert_same_weights(tmp_path, "epoch002.safetensors")
 
 
 def test_learning_rate_warms_up_linearly_then_decays_with_inverse_sqrt():
     d_model, warmup = 256, 1000
-    assert learning_rate(500, d_model, warmup) == pytest.approx(learning_rate(1000, d_model, warmup) / 2)
+    assert (learning_rate(500, d_model, warmup)
+            == pytest.approx(learning_rate(1000, d_model, warmup) / 2))
     peak = max(range(1, 5000), key=lambda s: learning_rate(s, d_model, warmup))
     assert peak == warmup
-    assert learning_rate(4000, d_model, warmup) == pytest.approx(learning_rate(1000, d_model, warmup) / 2)
+    assert (learning_rate(4000, d_model, warmup)
+            == pytest.approx(learning_rate(1000, d_model, warmup) / 2))
 
 
 def test_token_batches_respect_the_budget_and_cover_every_example():
@@ -147,9 +159,10 @@ def test_distributed_data_parallel_runs_with_gloo_and_two_processes(tmp_path):
     _write_corpus(data, {"train": synthetic_pairs(200, seed=4), "val": synthetic_pairs(12, seed=5)})
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-           "-m", "transformer_viz", "train", "--data-dir", str(data), "--run-dir", str(tmp_path / "run"),
-           "--out", str(tmp_path / "ckpt"), "--config", "tiny", "--vocab-size", "200", "--batch-tokens", "300",
-           "--epochs", "2", "--warmup", "20", "--average-last", "0", "--amp", "off", "--no-progress"]
+           "-m", "transformer_viz", "train", "--data-dir", str(data), "--run-dir",
+           str(tmp_path / "run"), "--out", str(tmp_path / "ckpt"), "--config", "tiny",
+           "--vocab-size", "200", "--batch-tokens", "300", "--epochs", "2", "--warmup", "20",
+           "--average-last", "0", "--amp", "off", "--no-progress"]
     result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
@@ -160,7 +173,8 @@ def test_distributed_data_parallel_runs_with_gloo_and_two_processes(tmp_path):
     assert (tmp_path / "ckpt" / "model.safetensors").is_file()
 
 
-def test_a_warm_start_carries_weights_and_embeddings_across_vocabularies(tmp_path, checkpoint_dir, tiny_checkpoint):
+def test_a_warm_start_carries_weights_and_embeddings_across_vocabularies(tmp_path, checkpoint_dir,
+                                                                         tiny_checkpoint):
     from transformer_viz.models.transformer.config import preset
     from transformer_viz.models.transformer.model import Transformer
     from transformer_viz.text.tokenizer import train_tokenizer
@@ -172,30 +186,36 @@ def test_a_warm_start_carries_weights_and_embeddings_across_vocabularies(tmp_pat
     model = Transformer(preset("tiny", vocab_size=len(new_tok)))
     warm_start(model, new_tok, checkpoint_dir, log=lambda *_: None)
     old = tiny_checkpoint.model
-    assert torch.equal(model.encoder_layers[0].self_attn.w_q.weight, old.encoder_layers[0].self_attn.w_q.weight)
+    assert torch.equal(model.encoder_layers[0].self_attn.w_q.weight,
+                       old.encoder_layers[0].self_attn.w_q.weight)
     old_vocab, new_vocab = tiny_checkpoint.tokenizer.get_vocab(), new_tok.get_vocab()
     shared = [t for t in new_vocab if t in old_vocab]
     assert len(shared) > 50
     for token in shared[:20]:
-        assert torch.equal(model.src_embed.weight[new_vocab[token]], old.src_embed.weight[old_vocab[token]])
+        assert torch.equal(model.src_embed.weight[new_vocab[token]],
+                           old.src_embed.weight[old_vocab[token]])
     unseen = next(t for t in new_vocab if t not in old_vocab)
-    pieces = tiny_checkpoint.tokenizer(unseen.replace("▁", " "), add_special_tokens=False)["input_ids"]
-    assert torch.allclose(model.src_embed.weight[new_vocab[unseen]], old.src_embed.weight[pieces].mean(dim=0))
+    pieces = tiny_checkpoint.tokenizer(unseen.replace("▁", " "),
+                                       add_special_tokens=False)["input_ids"]
+    assert torch.allclose(model.src_embed.weight[new_vocab[unseen]],
+                          old.src_embed.weight[pieces].mean(dim=0))
 
 
 def test_continuing_an_exported_checkpoint_keeps_its_tokenizer_step_and_history(tmp_path, pairs):
-    first = train(_config(epochs=2), tmp_path / "a", pairs=pairs, out_dir=tmp_path / "ckpt", progress=False,
-                  log=lambda *_: None)
+    first = train(_config(epochs=2), tmp_path / "a", pairs=pairs, out_dir=tmp_path / "ckpt",
+                  progress=False, log=lambda *_: None)
     logs = []
-    more = train(_config(epochs=3, continue_from=str(tmp_path / "ckpt"), average_last=3), tmp_path / "b", pairs=pairs,
-                 out_dir=tmp_path / "ckpt2", progress=False, log=logs.append)
+    more = train(_config(epochs=3, continue_from=str(tmp_path / "ckpt"), average_last=3),
+                 tmp_path / "b", pairs=pairs, out_dir=tmp_path / "ckpt2", progress=False,
+                 log=logs.append)
     assert any("continuing from" in line and "epoch 2" in line for line in logs)
     assert (tmp_path / "b" / "tokenizer" / "tokenizer.json").read_text() == \
         (tmp_path / "ckpt" / "tokenizer" / "tokenizer.json").read_text()
     # The schedule goes on: one more epoch of the same batches, counted from the exported step.
     assert [h["epoch"] for h in more["history"]] == [1, 2, 3]
     assert more["history"][:2] == first["history"]
-    assert more["history"][2]["step"] == 2 * first["history"][0]["step"] + first["history"][0]["step"]
+    assert (more["history"][2]["step"]
+            == 2 * first["history"][0]["step"] + first["history"][0]["step"])
     # The exported weights stay the ones to beat: the best epoch is 3 only if it scored higher.
     best_before = sum(v for k, v in first["history"][1].items() if k.endswith("_bleu"))
     best_after = sum(v for k, v in more["history"][2].items() if k.endswith("_bleu"))
@@ -214,5 +234,6 @@ def test_after_continuing_the_learning_rate_ramps_up_again_from_zero():
         factors.append(rewarmup_factor(tc, state))
     assert factors[0] == pytest.approx(0.01) and factors[49] == pytest.approx(0.5)
     assert factors[99:] == [1.0] * 51
-    assert rewarmup_factor(tc, TrainState(step=10)) == 1.0  # a run that never continued is not touched
+    # a run that never continued is not touched
+    assert rewarmup_factor(tc, TrainState(step=10)) == 1.0
     assert rewarmup_factor(_config(rewarmup=0), TrainState(step=5001, restart_step=5000)) == 1.0

@@ -1,5 +1,6 @@
-"""Training the decoder-only model (training/gpt.py) for a few seconds on synthetic sentences: held-out
-perplexity falls, the state resumes, the exported checkpoint loads and its card names the held-out sets."""
+"""Training the decoder-only model (training/gpt.py) for a few seconds on synthetic sentences:
+held-out perplexity falls, the state resumes, the exported checkpoint loads and its card names the
+held-out sets."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import math
 
 from tests.support.corpora import synthetic_pairs
 from transformer_viz.checkpoints import load_checkpoint
-from transformer_viz.training.gpt import GPTTrainConfig, batches, learning_rate, read_sentences, train_gpt
+from transformer_viz.training.gpt import (GPTTrainConfig, batches, learning_rate, read_sentences,
+                                          train_gpt)
 
 
 def pairs() -> dict:
@@ -39,18 +41,23 @@ def test_learning_rate_warms_up_then_decays_to_its_floor():
 
 
 def test_a_short_run_learns_resumes_and_exports(tmp_path):
-    tc = GPTTrainConfig(model={"d_model": 32, "d_ff": 64, "h": 4, "N": 2, "max_len": 32, "dropout": 0.0},
-                        vocab_size=120, batch_tokens=512, epochs=3, max_minutes=0, lr=3e-3, warmup=5, amp="off")
+    tc = GPTTrainConfig(model={"d_model": 32, "d_ff": 64, "h": 4, "N": 2, "max_len": 32,
+                               "dropout": 0.0},
+                        vocab_size=120, batch_tokens=512, epochs=3, max_minutes=0, lr=3e-3,
+                        warmup=5, amp="off")
     logged = []
-    summary = train_gpt(tc, tmp_path / "run", out_dir=tmp_path / "gpt", pairs=pairs(), log=logged.append)
+    summary = train_gpt(tc, tmp_path / "run", out_dir=tmp_path / "gpt", pairs=pairs(),
+                        log=logged.append)
     history = summary["history"]
     assert len(history) == 3
-    assert history[-1]["multi30k_val_ppl"] < history[0]["multi30k_val_ppl"] < 120  # below a uniform guess
+    # below a uniform guess
+    assert history[-1]["multi30k_val_ppl"] < history[0]["multi30k_val_ppl"] < 120
     ckpt = load_checkpoint(tmp_path / "gpt")
-    assert ckpt.config.arch == "gpt" and ckpt.metadata["held_out"]["multi30k_val"]["sentences"] == 40
+    assert (ckpt.config.arch == "gpt"
+            and ckpt.metadata["held_out"]["multi30k_val"]["sentences"] == 40)
     card = (tmp_path / "gpt" / "README.md").read_text()
     assert "Held-out perplexity" in card and "| multi30k_test_2016 | 20 |" in card
-    again = train_gpt(GPTTrainConfig(**{**tc.__dict__, "epochs": 4}), tmp_path / "run", pairs=pairs(),
-                      log=logged.append)
+    again = train_gpt(GPTTrainConfig(**{**tc.__dict__, "epochs": 4}), tmp_path / "run",
+                      pairs=pairs(), log=logged.append)
     assert [h["epoch"] for h in again["history"]] == [1, 2, 3, 4]  # resumed after epoch 3
     assert any("resuming after epoch 3" in line for line in logged)

@@ -1,4 +1,5 @@
-"""The Vision Transformer (models/vit/), its data split and training (digits.py), its checkpoint and its figures."""
+"""The Vision Transformer (vit.py), its data split and training (digits.py), its checkpoint and its
+figures."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ from transformer_viz.models.transformer.model import Transformer
 from transformer_viz.models.vit.config import ViTConfig
 from transformer_viz.models.vit.model import ViT, patchify, unpatchify
 from transformer_viz.models.vit.names import trace_names
-from transformer_viz.plots.vit import (attention_overlay_figure, attention_rollout, class_probs_figure,
-                                       patch_embeddings_figure, patch_grid_figure, upsample)
-from transformer_viz.training.vit import ViTTrainConfig, save_vit_checkpoint, shift_images, train_vit
+from transformer_viz.plots.vit import (attention_overlay_figure, attention_rollout,
+                                       class_probs_figure, patch_embeddings_figure,
+                                       patch_grid_figure, upsample)
+from transformer_viz.training.vit import (ViTTrainConfig, save_vit_checkpoint, shift_images,
+                                          train_vit)
 from transformer_viz.vision.digits import load_split
 
 TINY = dict(d_model=16, d_ff=32, h=2, N=2, dropout=0.0)
@@ -57,13 +60,14 @@ def test_shapes_and_trace_names(patch_size):
     for i in range(cfg.N):  # the translation encoder's names
         assert shapes[f"encoder.{i}.self_attn.weights"] == (B, 2, P + 1, P + 1)
         assert shapes[f"encoder.{i}.out"] == (B, P + 1, 16)
-    torch.testing.assert_close(trace["vit.tokens"][:, 0], (model.cls_token + model.pos_embed)[0, 0].expand(B, 16))
+    torch.testing.assert_close(trace["vit.tokens"][:, 0],
+                               (model.cls_token + model.pos_embed)[0, 0].expand(B, 16))
     torch.testing.assert_close(trace["vit.cls"], trace["encoder.out"][:, 0])
 
 
 def test_documented_names_are_the_recorded_names_in_order(tiny_vit):
-    """trace_names() (docs/trace_names.md's ViT section) against a real forward pass; encoder.{i}.* stands for
-    the translation encoder's per-layer names, in the translation encoder's order."""
+    """trace_names() (docs/trace_names.md's ViT section) against a real forward pass; encoder.{i}.*
+    stands for the translation encoder's per-layer names, in the translation encoder's order."""
     trace = Trace()
     tiny_vit(torch.rand(1, 8, 8), trace)
     names, expected = trace.names(), []
@@ -78,37 +82,48 @@ def test_documented_names_are_the_recorded_names_in_order(tiny_vit):
     layer_names = [n.split(".", 2)[2] for n in names if n.startswith("encoder.0.")]
 
     translation = Trace()
-    Transformer(preset("tiny", vocab_size=40)).eval()(torch.tensor([[5, 6, 2]]), torch.tensor([[1, 7]]), translation)
-    # the same names per layer (recorded in another order: the ViT is Pre-LN, the tiny translation model Post-LN)
-    assert sorted(layer_names) == sorted(n.split(".", 2)[2] for n in translation.names() if n.startswith("encoder.0."))
+    Transformer(preset("tiny", vocab_size=40)).eval()(torch.tensor([[5, 6, 2]]),
+                                                      torch.tensor([[1, 7]]), translation)
+    # the same names per layer (recorded in another order: the ViT is Pre-LN, the tiny translation
+    # model Post-LN)
+    assert (sorted(layer_names)
+            == sorted(n.split(".", 2)[2] for n in translation.names()
+                      if n.startswith("encoder.0.")))
 
 
 def test_attention_rows_sum_to_one_and_trace_matches_fused_path(tiny_vit):
     images = torch.rand(4, 8, 8)
     trace = Trace()
     traced = tiny_vit(images, trace)
-    torch.testing.assert_close(traced, tiny_vit(images), atol=1e-5, rtol=1e-5)  # explicit = fused attention
+    # explicit = fused attention
+    torch.testing.assert_close(traced, tiny_vit(images), atol=1e-5, rtol=1e-5)
     for i in range(2):
-        torch.testing.assert_close(trace[f"encoder.{i}.self_attn.weights"].sum(-1), torch.ones(4, 2, 17))
+        torch.testing.assert_close(trace[f"encoder.{i}.self_attn.weights"].sum(-1),
+                                   torch.ones(4, 2, 17))
 
 
 def test_attention_rollout_by_hand():
-    """Two layers, two heads, two tokens: the heads' mean, + I, rows renormalised, multiplied (last on the left)."""
-    layer1 = np.array([[[1.0, 0.0], [0.5, 0.5]], [[0.0, 1.0], [0.5, 0.5]]])  # mean [[.5, .5], [.5, .5]]
-    layer2 = np.array([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [1.0, 0.0]]])  # mean [[1, 0], [.5, .5]]
+    """Two layers, two heads, two tokens: the heads' mean, + I, rows renormalised, multiplied (last
+    on the left)."""
+    # mean [[.5, .5], [.5, .5]]
+    layer1 = np.array([[[1.0, 0.0], [0.5, 0.5]], [[0.0, 1.0], [0.5, 0.5]]])
+    # mean [[1, 0], [.5, .5]]
+    layer2 = np.array([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [1.0, 0.0]]])
     a1 = np.array([[0.75, 0.25], [0.25, 0.75]])  # ([[.5, .5], [.5, .5]] + I) / 2
     a2 = np.array([[1.0, 0.0], [0.25, 0.75]])  # ([[2, 0], [.5, 1.5]]) / 2
     expected = a2 @ a1  # [[.75, .25], [.375, .625]]
     np.testing.assert_allclose(attention_rollout([layer1, layer2]), expected)
     np.testing.assert_allclose(expected, [[0.75, 0.25], [0.375, 0.625]])
-    np.testing.assert_allclose(attention_rollout(np.tile(np.eye(3), (4, 2, 1, 1))), np.eye(3))  # identity stays
+    # identity stays
+    np.testing.assert_allclose(attention_rollout(np.tile(np.eye(3), (4, 2, 1, 1))), np.eye(3))
     rows = attention_rollout(np.random.default_rng(0).dirichlet(np.ones(5), size=(3, 2, 5)))
     np.testing.assert_allclose(rows.sum(-1), 1.0)
 
 
 def test_split_is_fixed_disjoint_stratified_and_in_range():
     first, second = load_split(), load_split()
-    assert len(first.test_labels) == 360 and len(first.train_labels) == 1437  # 20 % of 1,797 held out
+    # 20 % of 1,797 held out
+    assert len(first.test_labels) == 360 and len(first.train_labels) == 1437
     assert not set(first.train_index) & set(first.test_index)
     assert len(set(first.train_index) | set(first.test_index)) == 1797
     np.testing.assert_array_equal(first.test_index, second.test_index)
@@ -124,7 +139,8 @@ def test_shift_images_moves_without_wrapping():
     image[0, 0, 0] = 1.0
     generator = torch.Generator().manual_seed(0)
     shifted = torch.cat([shift_images(image, 1, generator) for _ in range(50)])  # (50, 8, 8)
-    assert set(shifted.sum((1, 2)).tolist()) <= {0.0, 1.0}  # the pixel moves or falls off: never wraps round
+    # the pixel moves or falls off: never wraps round
+    assert set(shifted.sum((1, 2)).tolist()) <= {0.0, 1.0}
     assert shifted[:, 2:, :].sum() == 0 and shifted[:, :, 2:].sum() == 0
     assert torch.equal(shift_images(image, 0, generator), image)
 
@@ -133,17 +149,20 @@ def test_checkpoint_round_trip(tiny_vit, tmp_path):
     save_vit_checkpoint(tmp_path / "vit", tiny_vit, {"held_out_accuracy": 0.5})
     assert checkpoint_arch(tmp_path / "vit") == "vit"
     loaded = load_checkpoint(tmp_path / "vit")
-    assert isinstance(loaded.model, ViT) and loaded.tokenizer is None and loaded.config == tiny_vit.cfg
-    assert loaded.metadata["held_out_accuracy"] == 0.5 and loaded.metadata["parameters"] == tiny_vit.num_parameters()
+    assert (isinstance(loaded.model, ViT) and loaded.tokenizer is None
+            and loaded.config == tiny_vit.cfg)
+    assert (loaded.metadata["held_out_accuracy"] == 0.5
+            and loaded.metadata["parameters"] == tiny_vit.num_parameters())
     images = torch.rand(2, 8, 8)
     torch.testing.assert_close(loaded.model(images), tiny_vit(images))
     assert "Held-out accuracy" in (tmp_path / "vit" / "README.md").read_text()
 
 
-@pytest.mark.parametrize("change, message", [({"d_model": 15}, "divisible"), ({"patch_size": 3}, "divide"),
-                                             ({"N": 1000}, "outside"), ({"dropout": 2.0}, "dropout"),
-                                             ({"colour": "red"}, "unknown config fields"),
-                                             ({"arch": "vitt"}, "Transformer")])
+@pytest.mark.parametrize("change, message",
+                         [({"d_model": 15}, "divisible"), ({"patch_size": 3}, "divide"),
+                          ({"N": 1000}, "outside"), ({"dropout": 2.0}, "dropout"),
+                          ({"colour": "red"}, "unknown config fields"),
+                          ({"arch": "vitt"}, "Transformer")])
 def test_bad_config_is_refused(tiny_vit, tmp_path, change, message):
     path = save_vit_checkpoint(tmp_path / "vit", tiny_vit, {})
     config = json.loads((path / "config.json").read_text())
@@ -180,12 +199,14 @@ def test_figures():
     assert len(fig.layout.annotations) == 16 and fig.layout.annotations[5].text == "6"
     assert len(fig.layout.shapes) == 6 + 1  # 3 inner lines each way, one occluded patch outlined
     weights = np.arange(16) / 120.0
-    np.testing.assert_array_equal(upsample(weights, 2)[2:4, 4:6], weights[6])  # patch 6 (0-based) covers it
+    # patch 6 (0-based) covers it
+    np.testing.assert_array_equal(upsample(weights, 2)[2:4, 4:6], weights[6])
     fig = attention_overlay_figure(image, weights, 2)
     np.testing.assert_allclose(np.asarray(fig.data[1].z), upsample(weights, 2))
     np.testing.assert_array_equal(np.asarray(fig.data[0].z), image)
     fig = patch_embeddings_figure(np.ones((3, 4)), ["a", "b", "c"])
-    assert np.asarray(fig.data[0].z).shape == (3, 4) and (fig.data[0].zmin, fig.data[0].zmax) == (-1.0, 1.0)
+    assert (np.asarray(fig.data[0].z).shape == (3, 4)
+            and (fig.data[0].zmin, fig.data[0].zmax) == (-1.0, 1.0))
     fig = patch_embeddings_figure(np.full((3, 4), 0.5), ["a", "b", "c"], pixels=True)
     assert (fig.data[0].zmin, fig.data[0].zmax) == (0.0, 1.0)  # pixels keep the image's scale
     fig = class_probs_figure(np.eye(10)[3], true_label=5)
@@ -197,10 +218,11 @@ def test_train_vit_command_and_translation_commands_refuse_the_vit(tmp_path, cap
     from transformer_viz.cli import main
 
     out = tmp_path / "vit"
-    assert main(["train-vit", "--out", str(out), "--epochs", "1", "--batch-size", "512", "--no-progress",
-                 "--model-overrides", json.dumps(TINY)]) == 0
+    assert main(["train-vit", "--out", str(out), "--epochs", "1", "--batch-size", "512",
+                 "--no-progress", "--model-overrides", json.dumps(TINY)]) == 0
     printed = json.loads(capsys.readouterr().out)
-    assert printed["epochs"] == 1 and printed["held_out_accuracy"] == load_checkpoint(out).metadata["held_out_accuracy"]
+    assert (printed["epochs"] == 1
+            and printed["held_out_accuracy"] == load_checkpoint(out).metadata["held_out_accuracy"])
     assert main(["translate", "--checkpoint", str(out), "Hallo"]) == 2
     assert "Vision Transformer" in capsys.readouterr().err
     assert main(["vit-eval", "--checkpoint", str(out)]) == 0
