@@ -1,5 +1,5 @@
-"""Temperature, top-k, top-p and seeded draws (text/sampling.py), and completing a prompt
-(text/completion.py)."""
+"""Temperature, top-k, top-p and seeded draws (generation/sampling.py), and completing a prompt
+(generation/completion.py)."""
 
 from __future__ import annotations
 
