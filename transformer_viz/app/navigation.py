@@ -51,3 +51,9 @@ PAGES: tuple[Page, ...] = (
     Page("transformer_viz/app/pages/shapes.py", "Shapes", "shapes"),
 )
 DEFAULT_PAGE = next(p for p in PAGES if p.url_path == "overview")  # what the root URL opens (its url_path too)
+
+
+def title_of(page_file: str) -> str:
+    """The title of the page whose script is ``page_file`` (any path that ends in a page's file)."""
+    path = page_file.replace("\\", "/")
+    return next(p.title for p in PAGES if path.endswith(p.file))

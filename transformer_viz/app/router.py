@@ -17,7 +17,7 @@ from transformer_viz.app import coldstart  # noqa: F401  # first: before any imp
 # opened while a fresh server's first page reran. Every script run imports this module, and a thread that
 # finds it still being imported waits until it is.
 import pandas  # noqa: E402, F401
-from transformer_viz.app import frame, runlog, sidebar, style, url
+from transformer_viz.app import context, frame, runlog, sidebar, style, url
 from transformer_viz.app.navigation import DEFAULT_PAGE, PAGES
 
 # What navigation.Page.file is relative to: absolute page paths let the app start from any directory.
@@ -76,11 +76,13 @@ def main() -> None:
     # expanded: every page listed (Streamlit folds a list of more than 12 behind "View more" otherwise).
     page = st.navigation(session_pages(), expanded=True)
     with runlog.logged_run(page.title):  # a no-op unless TRANSFORMER_VIZ_RUN_LOG names a file
-        frame.open_page(page.title, sidebar.sidebar())
+        memory = context.session_memory()
+        ctx = frame.open_page(page.title, sidebar.sidebar(memory), memory)
         with st.sidebar:  # before the page, which may st.stop()
-            rerun_after_reconnect()  # a session whose process died comes back on another (docs/deployment.md §4)
-        url.begin_run()  # a page with steps writes its open step (steps.tabs)
+            # A session whose process died comes back on another (docs/deployment.md §4).
+            rerun_after_reconnect()
+        memory.hand_over(ctx)  # page.run() passes the page script nothing: it takes ctx from there
         try:
             page.run()
         finally:  # also after st.stop(): the URL keeps no step= of the page before
-            url.end_run()
+            url.end_run(ctx.step_written)  # a page with steps wrote its open step (steps.tabs)

@@ -10,6 +10,7 @@ import numpy as np
 import streamlit as st
 
 from transformer_viz.app import loaders, url, widgets
+from transformer_viz.app.context import PageContext, SessionMemory
 from transformer_viz.app.sidebar import Selection
 from transformer_viz.plots.common import token_text
 from transformer_viz.plots.decoding import forced_comparison_figure
@@ -83,7 +84,6 @@ def feed_forward(sel: Selection, run: SentenceRun, side: str, labels: list[str])
 
 # --- what if the model had chosen another word? ---------------------------------------------------------
 
-FORCED = "_forced"  # (checkpoint, sentence, forced token IDs): this session's forced prefix
 FORCED_PARAM = "force"  # the forced prefix in the URL: token IDs joined by "-" ("force=412-87")
 MAX_FORCED = 64
 
@@ -103,19 +103,20 @@ def format_forced(ids) -> str:
     return "-".join(str(int(i)) for i in ids)
 
 
-def forced_prefix(sel: Selection, vocab_size: int, never: tuple[int, ...] = (PAD, BOS)) -> tuple[int, ...]:
-    """The session's forced prefix for this sentence: from the URL on the session's first look, () once the
-    sentence or the direction changes."""
-    state = st.session_state
-    if FORCED not in state:
-        state[FORCED] = (sel.checkpoint, sel.sentence,
-                         parse_forced(st.query_params.get(FORCED_PARAM), vocab_size, never))
-    checkpoint, sentence, ids = state[FORCED]
+def forced_prefix(ctx: PageContext, vocab_size: int,
+                  never: tuple[int, ...] = (PAD, BOS)) -> tuple[int, ...]:
+    """The session's forced prefix for this sentence (kept in ``ctx.memory.forced``): from the URL on
+    the session's first look, () once the sentence or the direction changes."""
+    sel, memory = ctx.selection, ctx.memory
+    if memory.forced is None:
+        ids = parse_forced(st.query_params.get(FORCED_PARAM), vocab_size, never)
+        memory.forced = (sel.checkpoint, sel.sentence, ids)
+    checkpoint, sentence, ids = memory.forced
     return ids if (checkpoint, sentence) == (sel.checkpoint, sel.sentence) else ()
 
 
-def _set_forced(sel: Selection, ids: tuple[int, ...]) -> None:
-    st.session_state[FORCED] = (sel.checkpoint, sel.sentence, ids)
+def _set_forced(memory: SessionMemory, sel: Selection, ids: tuple[int, ...]) -> None:
+    memory.forced = (sel.checkpoint, sel.sentence, ids)
 
 
 def _written(run: SentenceRun, tokenizer) -> tuple[list[int], list[str], np.ndarray]:
@@ -124,13 +125,14 @@ def _written(run: SentenceRun, tokenizer) -> tuple[list[int], list[str], np.ndar
     return ids, tokenizer.convert_ids_to_tokens(ids), np.array([s.chosen_prob[0] for s in run.decoding.steps])
 
 
-def what_if(sel: Selection, run: SentenceRun, key: str) -> None:
+def what_if(ctx: PageContext, run: SentenceRun, key: str) -> None:
     """Force one of the top-k candidates at any position of the greedy translation; greedy decoding goes on
     from it. Both translations side by side, with the probability of every token written. The forced
     prefix is kept in the URL (``force=``)."""
+    sel = ctx.selection
     tokenizer = loaders.get_checkpoint(sel.checkpoint).tokenizer
     ids, tokens, probs = _written(run, tokenizer)
-    forced = forced_prefix(sel, len(tokenizer), (run.config.pad_id, run.config.bos_id))
+    forced = forced_prefix(ctx, len(tokenizer), (run.config.pad_id, run.config.bos_id))
     widgets.reset_stale_index(f"{key}_position", len(ids))
     where, which, act = st.columns([2, 3, 2], vertical_alignment="bottom")
     t = where.selectbox("Position", range(len(ids)), key=f"{key}_position",
@@ -141,11 +143,11 @@ def what_if(sel: Selection, run: SentenceRun, key: str) -> None:
     c = which.selectbox("Force this word instead", range(len(candidates)), key=f"{key}_candidate",
                         format_func=lambda i: f"{token_text(candidates[i])} (p = {step.top_probs[0][i]:.1%})")
     act.button("Force it", key=f"{key}_force", on_click=_set_forced,
-               args=(sel, tuple(ids[:t]) + (step.top_ids[0][c],)), width="stretch")
+               args=(ctx.memory, sel, tuple(ids[:t]) + (step.top_ids[0][c],)), width="stretch")
     url.write(**{FORCED_PARAM: format_forced(forced) if forced else None})
     if not forced:
         return
-    act.button("The model's own choice", key=f"{key}_clear", on_click=_set_forced, args=(sel, ()), width="stretch")
+    act.button("The model's own choice", key=f"{key}_clear", on_click=_set_forced, args=(ctx.memory, sel, ()), width="stretch")
     other = loaders.get_forced_run(sel.checkpoint, sel.sentence, forced)
     f_ids, f_tokens, f_probs = _written(other, tokenizer)
     fork = next((i for i, (a, b) in enumerate(zip(ids, f_ids)) if a != b), len(forced) - 1)

@@ -11,6 +11,7 @@ import streamlit as st
 from transformer_viz.app import loaders, url
 from transformer_viz.app.about import checkpoint_info, direction_label
 from transformer_viz.app.catalogue import CHECKPOINTS_ENV, list_checkpoints
+from transformer_viz.app.context import SessionMemory
 from transformer_viz.app.examples import examples_for
 from transformer_viz.app.widgets import show_user_text
 from transformer_viz.checkpoints import CheckpointError
@@ -43,34 +44,31 @@ class Selection:
         return language_name(self.tgt_lang)
 
 
-_LAST_CHECKPOINT = "_last_checkpoint"  # the direction of the previous run, to notice a change
-_CARRY = "_carry_from"  # (checkpoint, sentence) whose translation may become the new source
-
-
-def _direction_changed() -> None:
+def _direction_changed(memory: SessionMemory) -> None:
     # The reader chose another direction: offer to carry the old direction's translation over.
-    state = st.session_state
-    if state.get(_LAST_CHECKPOINT) and state.get(_LAST_CHECKPOINT) != state.get("checkpoint"):
-        state[_CARRY] = (state[_LAST_CHECKPOINT], state.get("sentence", ""))
+    last = memory.last_checkpoint
+    if last and last != st.session_state.get("checkpoint"):
+        memory.carry = (last, st.session_state.get("sentence", ""))
 
 
-def _carry_translation(translation: str) -> None:
+def _carry_translation(translation: str, memory: SessionMemory) -> None:
     st.session_state["sentence"] = translation[:MAX_INPUT_CHARS]
-    st.session_state.pop(_CARRY, None)
+    memory.carry = None
 
 
-def swap_direction(other: str) -> None:
-    """A button's callback: the text is in the other language already, so switch the model, keep the text."""
+def swap_direction(other: str, memory: SessionMemory) -> None:
+    """A button's callback: the text is in the other language already, so switch the model, keep the
+    text."""
     st.session_state["checkpoint"] = other
-    st.session_state.pop(_CARRY, None)
+    memory.carry = None
 
 
-def _carry_offer(name: str, sentence: str) -> None:
-    """After a change of direction: the previous direction's translation of the sentence, and a button that
-    makes it the new source (a round trip)."""
-    carried = st.session_state.get(_CARRY)
+def _carry_offer(name: str, sentence: str, memory: SessionMemory) -> None:
+    """After a change of direction: the previous direction's translation of the sentence, and a button
+    that makes it the new source (a round trip)."""
+    carried = memory.carry
     if not carried or carried[1] != sentence or carried[0] == name or carried[0] not in list_checkpoints():
-        st.session_state.pop(_CARRY, None)
+        memory.carry = None
         return
     try:
         translation = loaders.get_translation(carried[0], sentence).translation
@@ -79,8 +77,9 @@ def _carry_offer(name: str, sentence: str) -> None:
     if not translation:
         return
     show_user_text(f"Its translation by the {direction_label(carried[0])} model", translation)
-    st.button("Use this translation as the sentence", key="carry_translation", on_click=_carry_translation,
-              args=(translation,), help="Translate it back: a round trip through both models.")
+    st.button("Use this translation as the sentence", key="carry_translation",
+              on_click=_carry_translation, args=(translation, memory),
+              help="Translate it back: a round trip through both models.")
 
 
 def _query_int(key: str, default: int, upper: int) -> int:
@@ -135,8 +134,9 @@ def _sentence_box(src_lang: str) -> str:
     return sentence
 
 
-def sidebar() -> Selection | None:
-    """The shared sidebar: checkpoint, sentence (with examples), layer and head. Mirrored in the URL."""
+def sidebar(memory: SessionMemory) -> Selection | None:
+    """The shared sidebar: checkpoint, sentence (with examples), layer and head. Mirrored in the URL.
+    ``memory``: the session's, where the previous direction and the offer to carry over are kept."""
     available = list_checkpoints()
     if not available:
         st.error("No checkpoint found. Put checkpoint directories in `checkpoints/` or name a directory in "
@@ -149,7 +149,7 @@ def sidebar() -> Selection | None:
         state["checkpoint"] = wanted if wanted in names else names[0]
     with st.sidebar:
         name = st.selectbox("Model (direction)", names, key="checkpoint", format_func=direction_label,
-                            on_change=_direction_changed,
+                            on_change=_direction_changed, args=(memory,),
                             help="Trained checkpoints found in checkpoints/ (and any the operator configured).")
         try:
             cfg, metadata = checkpoint_info(name)
@@ -160,7 +160,7 @@ def sidebar() -> Selection | None:
         src_lang = metadata.get("src_lang", "de")
         tgt_lang = metadata.get("tgt_lang", "en")
         sentence = _sentence_box(src_lang)
-        _carry_offer(name, sentence)
-    state[_LAST_CHECKPOINT] = name
+        _carry_offer(name, sentence, memory)
+    memory.last_checkpoint = name
     url.write(ckpt=name, s=sentence, layer=str(layer), head=str(head))
     return Selection(name, sentence, layer, head, src_lang, tgt_lang)

@@ -9,7 +9,9 @@ from transformer_viz.app import frame, steps, widgets
 from transformer_viz.plots import attention as plots
 from transformer_viz.text.analysis import softmax
 
+ctx = frame.page_context(__file__)
 sel, run = frame.page_header(
+    ctx,
     "Each token asks a question (its query q), every token offers a label (its key k) and a content (its "
     "value v). The query is compared with every key; the softmax of the scores says how much of each value to "
     "take. One head does this in a d_k-dimensional space; the h heads run side by side.")
@@ -30,6 +32,7 @@ st.latex(r"\text{Attention}(Q, K, V) = \text{softmax}\Big(\frac{QK^\top}{\sqrt{d
 st.caption(f"{kind}, layer {sel.layer}, head {sel.head}: {Lq} queries × {Lk} keys (trace: `{prefix}.*`)")
 
 qkv_tab, scores_tab, sum_tab, worked_tab = steps.tabs(
+    ctx,
     ["1. Queries, keys and values", "2. Scores, mask and softmax", "3. The weighted sum",
      "4. One score by hand, and a soft lookup"], key="attention_step")
 

@@ -14,7 +14,9 @@ from transformer_viz.text.tokenizer import InputError
 
 SHOWN = 15  # tokens per distribution figure
 
+ctx = frame.page_context(__file__)
 sel, _ = frame.page_header(
+    ctx,
     "A **decoder-only** Transformer (GPT): no encoder, no cross-attention, one causal self-attention. It reads "
     "the prompt, draws the next token from its distribution, appends it and runs again. **Temperature** T "
     "divides the logits (T → 0: greedy); **top-k** keeps the k most probable tokens, **top-p** the fewest whose "
@@ -61,7 +63,7 @@ def stepper_below(t: int, chosen_id: int, dist) -> None:
                            f"{dist.tempered[chosen_id]:.4f}, P sampled from = {dist.final[chosen_id]:.4f}")
 
 
-temperature_tab, cut_tab, attention_tab, families_tab = steps.tabs([
+temperature_tab, cut_tab, attention_tab, families_tab = steps.tabs(ctx, [
     "1 · Temperature", "2 · Top-k and top-p", "3 · Attention with the causal mask", "4 · Two families"],
     key="complete_step")
 
@@ -112,7 +114,7 @@ if attention_tab.open:
 
 if families_tab.open:
     with families_tab:
-        translation = frame.require_run(sel)
+        translation = frame.require_run(ctx)
         src, tgt = token_labels(translation.src_tokens), token_labels(translation.tgt_tokens)
         fig = widgets.cached_figure(families_figure, src, tgt, token_labels(run.tokens),
                                     title="Encoder–decoder: three attentions, one of them masked. Decoder-only: one, "

@@ -12,7 +12,9 @@ from transformer_viz.plots.layers import attention_map, masked_attention_figure
 
 TOP_K = 10
 
+ctx = frame.page_context(__file__)
 sel, run = frame.page_header(
+    ctx,
     "Each decoder layer has three sublayers, each inside Add & Norm: **masked self-attention** over the "
     "target written so far (position t may not look at positions after t), **cross-attention** whose "
     "queries come from the decoder and whose keys and values are the encoder's output, and the "
@@ -32,7 +34,7 @@ with input_col:
 sizes_col.caption(f"Layer {i} of N = {cfg.N}, head {j} of h = {cfg.h} (change them in the sidebar). "
                   f"T = {T} target positions, S = {S} source positions, d_k = {cfg.d_k}.")
 
-self_tab, cross_tab, norm_tab, ffn_tab, output_tab = steps.tabs([
+self_tab, cross_tab, norm_tab, ffn_tab, output_tab = steps.tabs(ctx, [
     "1 · Masked self-attention",
     "2 · Cross-attention",
     "3 · Add & Norm (three of them)",

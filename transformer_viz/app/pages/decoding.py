@@ -10,7 +10,9 @@ from transformer_viz.text.analysis import step_candidates
 STEPS_KEY = "_decoding_steps"  # {(checkpoint, sentence): step}, so each sentence keeps its own place
 
 
+ctx = frame.page_context(__file__)
 sel, run = frame.page_header(
+    ctx,
     "The decoder writes the translation one token at a time. At step t its input is `<s>` and the t − 1 "
     "tokens written so far; the causal mask lets each of them see only itself and earlier positions; the "
     "newest position reads the source through cross-attention, and the output layer gives a probability for "
@@ -26,7 +28,7 @@ tokenizer = ckpt.tokenizer
 n_steps = views.steps_shown(run)
 key = (sel.checkpoint, run.source_text)
 
-greedy_tab, beam_tab, cache_tab = steps.tabs([
+greedy_tab, beam_tab, cache_tab = steps.tabs(ctx, [
     "1 · Greedy decoding, step by step",
     "2 · Greedy versus beam search",
     "3 · The key/value cache",
@@ -64,7 +66,7 @@ if greedy_tab.open:
                                    "translation: thanks to the causal mask, row t there equals "
                                    "what the decoder computed at step t.")
         st.subheader("What if the model had chosen another word?", anchor=False)
-        sections.what_if(sel, run, "decoding_what_if")
+        sections.what_if(ctx, run, "decoding_what_if")
 
 if beam_tab.open:
     with beam_tab:

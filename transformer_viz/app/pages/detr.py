@@ -17,7 +17,9 @@ from transformer_viz.vision.canvases import detections
 
 MAX_SEED = 1_000_000
 
+ctx = frame.page_context(__file__)
 frame.page_header(
+    ctx,
     "Attention can also **find things**. DETR turns an image into a grid of feature vectors with a small CNN, "
     "one encoder token per cell. Its decoder starts from a fixed set of learned **object queries**; through "
     "cross-attention each asks the image for one object: a class (or ∅, nothing) and a box. In training the "
@@ -59,7 +61,7 @@ st.markdown(f"Canvas {seed} holds {len(canvas.labels)} digit{'s' if len(canvas.l
             f"**{', '.join(CLASSES[d.label] for d in found) or 'nothing'}** with {len(found)} of its {cfg.n_queries} "
             f"queries." + (f" On {test.get('canvases', 0):,} new canvases: precision **{100 * test['precision']:.1f} %**, "
                            f"recall **{100 * test['recall']:.1f} %** (IoU ≥ 0.5, right class)." if test else ""))
-detect_tab, cross_tab, self_tab, match_tab = steps.tabs([
+detect_tab, cross_tab, self_tab, match_tab = steps.tabs(ctx, [
     "1 · Queries → objects", "2 · Where a query looks", "3 · Where a feature cell looks", "4 · Training: matching"],
     key="detr_step")
 query_names = [f"query {q}" for q in range(cfg.n_queries)]

@@ -8,7 +8,9 @@ from transformer_viz.app import frame, sections, steps, widgets
 from transformer_viz.plots.common import token_labels
 from transformer_viz.plots.layers import attention_map
 
+ctx = frame.page_context(__file__)
 sel, run = frame.page_header(
+    ctx,
     "Each of the N encoder layers does the same two things to every source position: **multi-head "
     "self-attention** (every token looks at every other token, h times in parallel), then a **position-wise "
     "feed-forward network**. Each sublayer is wrapped in a residual connection followed by LayerNorm "
@@ -21,7 +23,7 @@ S = len(labels)
 st.caption(f"Layer {i} of N = {cfg.N}, head {j} of h = {cfg.h} (change them in the sidebar). "
            f"S = {S} source tokens, d_model = {cfg.d_model}, d_k = {cfg.d_k}, d_ff = {cfg.d_ff}.")
 
-attention_tab, norm_tab, ffn_tab = steps.tabs([
+attention_tab, norm_tab, ffn_tab = steps.tabs(ctx, [
     "1 · Multi-head self-attention",
     "2 · Add & Norm",
     "3 · Position-wise feed-forward",

@@ -14,7 +14,9 @@ from transformer_viz.plots.heads import head_drop_figure, pronoun_figure, token_
 from transformer_viz.plots.layers import attention_map
 from transformer_viz.interpret import explain as X
 
+ctx = frame.page_context(__file__)
 sel, run = frame.page_header(
+    ctx,
     "Attention maps show where a head looks, not what the translation needed. Here the model is asked "
     "directly: **switch heads off** and see what changes, **read each decoder layer's guess** of the next "
     "word, and **measure which source words** the probability of each translated word depends on. A head is "
@@ -26,7 +28,7 @@ src_labels, tgt_labels = token_labels(run.src_tokens), token_labels(run.tgt_toke
 written = run.tgt_tokens[1:] + ["</s>"]  # what each decoder position predicts
 names = [str(h) for h in all_heads(cfg)]
 
-off_tab, lens_tab, source_tab, coref_tab, cards_tab = steps.tabs([
+off_tab, lens_tab, source_tab, coref_tab, cards_tab = steps.tabs(ctx, [
     "1 · Switch heads off", "2 · Each layer's guess", "3 · Which source words?",
     "4 · “it” and “they”", "5 · Head types",
 ], key="heads_step")

@@ -5,9 +5,10 @@ full, and offers them all as one HTML file that needs no network (app/lecture/do
 
 import streamlit as st
 
-from transformer_viz.app import about, catalogue, frame, loaders, sections, url, widgets
+from transformer_viz.app import about, catalogue, frame, loaders, sections, steps, url, widgets
 from transformer_viz.app.lecture.browser import FIGURE_WIDTH_CSS, KEYS_JS, PROJECTOR_CSS
 from transformer_viz.app.lecture.download import download_button
+from transformer_viz.app.context import PageContext
 from transformer_viz.app.navigation import PAGES
 from transformer_viz.app.sidebar import Selection
 from transformer_viz.views import lecture
@@ -78,7 +79,8 @@ def speaker_notes(step: lecture.Step) -> None:
             st.markdown(f"**Careful:** {step.notes.careful}")
 
 
-def show_step(step: lecture.Step, sel: Selection, run, projector: bool) -> None:
+def show_step(page: PageContext, step: lecture.Step, run, projector: bool) -> None:
+    sel = page.selection
     ctx = lecture.step_context(step, loaders.get_checkpoint(sel.checkpoint), run, sel.layer, sel.head,
                                st.session_state.get("lecture_what_if_position", 0) + 1,
                                lambda: loaders.get_run(sel.checkpoint, sel.sentence, lecture.BEAM_K))
@@ -99,13 +101,14 @@ def show_step(step: lecture.Step, sel: Selection, run, projector: bool) -> None:
             widgets.chart(fig, spec.data, f"lecture-{step.id}")
     if step.id == "inference":
         st.subheader("What if the model had chosen another word?", anchor=False)
-        sections.what_if(sel, run, "lecture_what_if")
+        sections.what_if(page, run, "lecture_what_if")
 
 
 state = st.session_state
-sel = frame.selection()
+page = frame.page_context(__file__)
+sel = frame.selection(page)
 if STEP not in state:  # the session's first look at the lecture: the link's step and mode
-    state[STEP] = lecture.step_number(frame.link_step())
+    state[STEP] = lecture.step_number(page.link_step())
     state[PROJECTOR] = st.query_params.get("projector") == "1"
 step_no = min(max(int(state[STEP]), 1), N)
 projector = navigation_row(step_no)
@@ -114,9 +117,9 @@ if projector:
     st.set_page_config(initial_sidebar_state="collapsed")
     st.html(PROJECTOR_CSS)
 url.write(projector="1" if projector else None)
-url.write_step(step_no)
-run = frame.require_run(sel)
-show_step(lecture.STEPS[step_no - 1], sel, run, projector)
+steps.write_open_step(page, step_no)
+run = frame.require_run(page)
+show_step(page, lecture.STEPS[step_no - 1], run, projector)
 presets(sel, run)
 speaker_notes(lecture.STEPS[step_no - 1])
 download_button(sel, loaders.get_checkpoint(sel.checkpoint), run)

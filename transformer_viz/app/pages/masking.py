@@ -22,7 +22,9 @@ def padded_batch(checkpoint: str, sentences: tuple[str, ...]):
     return trace, src_tokens, tgt_tokens, engine.batch_differences(trace, src_tokens, tgt_tokens, singles)
 
 
+ctx = frame.page_context(__file__)
 sel, run = frame.page_header(
+    ctx,
     "Two masks decide which keys a query may attend to. The **causal mask** stops decoder position t from "
     "reading positions after t: in training the whole target is fed in at once, and without the mask the "
     "model could simply read the next word. The **padding mask** hides the `<pad>` tokens that fill "
@@ -34,7 +36,7 @@ labels = token_labels(run.tgt_tokens)
 T = len(labels)
 prefix = f"decoder.{i}.self_attn"
 
-causal_tab, padding_tab = steps.tabs([
+causal_tab, padding_tab = steps.tabs(ctx, [
     "1 · The causal mask, on and off",
     "2 · The padding mask in a batch",
 ], key="masking_step")

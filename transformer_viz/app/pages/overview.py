@@ -17,7 +17,9 @@ def model_card(name: str) -> None:
             st.markdown(card)
 
 
+ctx = frame.page_context(__file__)
 sel, _ = frame.page_header(
+    ctx,
     "An encoder reads the whole source sentence at once; a decoder writes the translation one token at a "
     "time, attending to its own earlier output (masked self-attention) and to the encoder's output "
     "(cross-attention). Every page of this app looks inside one step of that computation.", run=False)
@@ -43,7 +45,7 @@ if not loaders.model_loaded(sel.checkpoint):
             frame.rerun_when_loaded(sel.checkpoint)
         model_card(sel.checkpoint)
         st.stop()
-run = frame.current_run(sel, trace=False)  # S and T and the translations: no tensor of the run is shown
+run = frame.current_run(ctx, trace=False)  # S and T and the translations: no tensor of the run is shown
 if run is None:  # the input was refused (the message is shown): no figure, whether the model was loaded or not
     figure_slot.empty()
     st.stop()

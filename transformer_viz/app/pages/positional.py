@@ -22,7 +22,9 @@ def reversed_inputs(checkpoint: str, text: str) -> tuple[str, list[str], np.ndar
             other.trace["src.input"][0].numpy())
 
 
+ctx = frame.page_context(__file__)
 sel, run = frame.page_header(
+    ctx,
     "Self-attention treats its input as a set: shuffle the tokens and each one gets the same result, just "
     "shuffled. To let word order matter, a fixed vector that depends only on the position is added to each "
     "token's embedding. Each pair of dimensions (2i, 2i+1) is a sine and a cosine of one frequency, from "
@@ -48,7 +50,7 @@ if base != cfg.pe_base:
     st.info(f"Exploring base {base:g}; the model itself (and steps 4–5) uses base {cfg.pe_base:g}.")
 chosen = {"length": length, "base": base}  # the options of steps 1–3
 
-matrix_tab, curves_tab, similarity_tab, sum_tab, order_tab = steps.tabs([
+matrix_tab, curves_tab, similarity_tab, sum_tab, order_tab = steps.tabs(ctx, [
     "1 · The PE matrix",
     "2 · sin/cos curves",
     "3 · Position similarity",

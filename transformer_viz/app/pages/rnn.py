@@ -14,7 +14,9 @@ from transformer_viz.text.tokenizer import InputError
 EXAMPLE = "Komm her bitte."
 LENGTHS = (5, 10, 20, 40, 80)
 
+ctx = frame.page_context(__file__)
 sel, _ = frame.page_header(
+    ctx,
     "Before the Transformer, translation models were **recurrent**: an encoder reads the source one token at a "
     "time, updating a hidden state; a decoder writes the translation one token at a time from that state. "
     "Without attention the encoder's **last state c is the only bridge** between the two: one fixed-size "
@@ -51,7 +53,7 @@ for column, (label, run) in zip(st.columns(3), (("RNN, no attention", plain), ("
 src_labels = token_labels(plain.src_tokens)
 S, d = len(src_labels), plain.config.d_hidden
 
-encoder_tab, decoder_tab, attention_tab, steps_tab, length_tab = steps.tabs([
+encoder_tab, decoder_tab, attention_tab, steps_tab, length_tab = steps.tabs(ctx, [
     "1 · The encoder reads", "2 · The decoder writes", "3 · Attention", "4 · Steps and time",
     "5 · The bottleneck, measured"], key="rnn_step")
 

@@ -32,7 +32,9 @@ def flow_latex(steps: list[dict]) -> str:
     return r" \to ".join(s["shape"] for s in chosen)
 
 
+ctx = frame.page_context(__file__)
 sel, run = frame.page_header(
+    ctx,
     "Following the sizes is the quickest way to understand the architecture: the sentence becomes a "
     "(B, S) block of IDs, and every encoder sublayer keeps the (B, S, d_model) shape of its residual stream; "
     "the decoder's stream, over the target so far, is (B, T, d_model). Attention briefly splits the stream "

@@ -22,7 +22,9 @@ def nearest(checkpoint: str, ids: tuple[int, ...], k: int) -> tuple[np.ndarray, 
     return top, sims, names
 
 
+ctx = frame.page_context(__file__)
 sel, run = frame.page_header(
+    ctx,
     "The model never sees letters. A subword tokenizer (BPE) cuts the sentence into pieces from a fixed "
     "vocabulary, each piece has an ID, and the ID picks one row of the embedding matrix E. That row, scaled "
     "by √d_model, is the token's vector; the positional encoding is added next (see *Positional encoding*).")
@@ -36,7 +38,7 @@ embedding = run.trace["src.embedding"][0].numpy()  # (S, d_model), already × �
 st.latex(r"x = E[\text{id}] \cdot \sqrt{d_{model}},\qquad E \in \mathbb{R}^{V \times d_{model}} = "
          r"\mathbb{R}^{%d \times %d},\quad S = %d\ \text{tokens}" % (V, d_model, S))
 
-ids_tab, padding_tab, embedding_tab, scaling_tab, similarity_tab, neighbours_tab = steps.tabs([
+ids_tab, padding_tab, embedding_tab, scaling_tab, similarity_tab, neighbours_tab = steps.tabs(ctx, [
     "1 · Tokens and IDs",
     "2 · Padding",
     "3 · Embedding rows",

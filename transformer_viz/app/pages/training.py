@@ -24,7 +24,9 @@ def reference_logits(checkpoint: str, sentence: str, reference: str):
 
 
 # The curves and the schedule come from the model card: they show even when the sentence is refused.
+ctx = frame.page_context(__file__)
 sel, _ = frame.page_header(
+    ctx,
     "The model learns from sentence pairs by **teacher forcing**: the decoder is given the correct target "
     "shifted right by one position and must predict, at every position at once, the next correct token. "
     "The loss is the cross-entropy of those predictions (with label smoothing in training), minimised by "
@@ -80,7 +82,7 @@ widgets.chart(fig, {"step": steps, "learning rate": lrs}, "training-lr",
 
 # --- teacher forcing -----------------------------------------------------------------------------
 st.header("3 · Teacher forcing on this sentence")
-run = frame.require_run(sel)
+run = frame.require_run(ctx)
 reference = st.text_input(f"Reference translation ({sel.tgt_name}, optional)", key="training_reference",
                           max_chars=sidebar.MAX_INPUT_CHARS,
                           help="Without one, the target is the model's own greedy translation.")

@@ -8,7 +8,9 @@ from transformer_viz.app import frame, loaders, sidebar, steps, url, widgets
 from transformer_viz.plots.vit import (attention_overlay_figure, attention_rollout, class_probs_figure,
                                        patch_embeddings_figure, patch_grid_figure)
 
+ctx = frame.page_context(__file__)
 frame.page_header(
+    ctx,
     "Attention needs tokens, not words. A **Vision Transformer** cuts an image into patches of p × p pixels, "
     "flattens each patch and maps it linearly to d_model numbers: each patch is now a token. A learned "
     "**[CLS]** token goes in front, a learned **position embedding** is added (patches have no order of "
@@ -48,7 +50,7 @@ st.markdown(f"Held-out image {index}: a **{label}**. The model says **{int(probs
             f"(P = {probs.max():.2f}). Held-out accuracy of this model: "
             f"**{100 * checkpoint.metadata.get('held_out_accuracy', float('nan')):.1f} %** "
             f"of {checkpoint.metadata.get('held_out_images', n_test)} images.")
-patch_tab, attention_tab, rollout_tab, class_tab = steps.tabs([
+patch_tab, attention_tab, rollout_tab, class_tab = steps.tabs(ctx, [
     "1 · Patches become tokens", "2 · [CLS] attends to the patches", "3 · Rollout across layers",
     "4 · The class"], key="vit_step")
 token_names = ["[CLS]"] + [f"patch {k}" for k in range(1, P + 1)]
