@@ -1,13 +1,14 @@
-"""What a page runs with, in the open: :class:`PageContext` (the page's title, the sidebar's selection,
-the place for the input notes, whether the page wrote its open step) is made for every run and passed
-to the functions that need it; :class:`SessionMemory` is what the app keeps for one browser session
-between runs, beyond the values its widgets own.
+"""What a page runs with, in the open: :class:`PageContext` (the page's title, the sidebar's
+selection, the place for the input notes, whether the page wrote its open step) is made for every
+run and passed to the functions that need it; :class:`SessionMemory` is what the app keeps for one
+browser session between runs, beyond the values its widgets own.
 
 The one place the app keeps anything of its own in ``st.session_state`` is :data:`MEMORY_KEY`: the
 session's :class:`SessionMemory`. Widgets keep their values under their own keys ("checkpoint",
-"sentence", "layer", …), as Streamlit does. The router hands the run's context to the page through the
-memory too (:meth:`SessionMemory.hand_over`), because ``st.Page.run`` passes a page script no argument;
-a page script run on its own (no router) finds none and makes its own (``frame.page_context``).
+"sentence", "layer", …), as Streamlit does. The router hands the run's context to the page through
+the memory too (:meth:`SessionMemory.hand_over`), because ``st.Page.run`` passes a page script no
+argument; a page script run on its own (no router) finds none and makes its own
+(``frame.page_context``).
 """
 
 from __future__ import annotations
@@ -25,12 +26,15 @@ MEMORY_KEY = "transformer_viz_memory"  # st.session_state[MEMORY_KEY]: the sessi
 
 @dataclass
 class SessionMemory:
-    """What must outlive a run of one session (each field is read by a later run or a widget's callback).
+    """What must outlive a run of one session (each field is read by a later run or a widget's
+    callback).
 
-    ``link``: the page and the step (``step=``, as text, unchecked) named in the link the session was
-    opened with, until that page has read it; ``started``: whether the session's first run took it.
-    ``last_checkpoint``: the direction of the previous run, to notice a change. ``carry``: (checkpoint,
-    sentence) whose translation the sidebar offers as the new source after a change of direction.
+    ``link``: the page and the step (``step=``, as text, unchecked) named in the link the session
+    was opened with, until that page has read it; ``started``: whether the session's first run took
+    it.
+    ``last_checkpoint``: the direction of the previous run, to notice a change. ``carry``:
+    (checkpoint, sentence) whose translation the sidebar offers as the new source after a change of
+    direction.
     ``forced``: (checkpoint, sentence, forced token IDs), the "what if" prefix of the sentence.
     """
 
@@ -77,9 +81,9 @@ def session_memory() -> SessionMemory:
 class PageContext:
     """One run of one page. ``selection`` is None where the sidebar could offer no checkpoint.
 
-    Two fields are filled while the page runs: ``notes``, the place under the title where the notes on
-    the input go (frame.page_header makes it), and ``step_written``, set when the page wrote its open
-    step to the URL (steps.tabs): after the page, the router removes a ``step=`` no page wrote.
+    Two fields are filled while the page runs: ``notes``, the place under the title where the notes
+    on the input go (frame.page_header makes it), and ``step_written``, set when the page wrote its
+    open step to the URL (steps.tabs): after the page, the router removes a ``step=`` no page wrote.
     """
 
     title: str
@@ -90,5 +94,6 @@ class PageContext:
 
     def link_step(self) -> str | None:
         """The step named in the link this session was opened with (``step=7``, as text, unchecked),
-        when the link opened this page; once: later runs get None, and the session's own choice counts."""
+        when the link opened this page; once: later runs get None, and the session's own choice
+        counts."""
         return self.memory.take_link_step(self.title)

@@ -1,7 +1,8 @@
 """What every page script stands on: the router makes the run's context, what page runs and what
-the sidebar chose (:func:`open_page`, context.PageContext); the page takes it (:func:`page_context`),
-draws its header (title, sentence bar, intro, formula) and gets the sentence's run, with what the reader
-should know about the input at the top (:func:`page_header`). Every function here takes the context.
+the sidebar chose (:func:`open_page`, context.PageContext); the page takes it
+(:func:`page_context`), draws its header (title, sentence bar, intro, formula) and gets the
+sentence's run, with what the reader should know about the input at the top (:func:`page_header`).
+Every function here takes the context.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from transformer_viz.checkpoints import CheckpointError
 from transformer_viz.text.language_stats import check_language, input_warnings, language_name
 from transformer_viz.text.tokenizer import InputError
 
-# torch and the engine are imported on first use, not here: the sidebar and the top of a page need only
-# JSON, so on a cold start the browser draws them (and fetches its chart code) while torch is loading.
+# torch and the engine are imported on first use, not here: the sidebar and the top of a page need
+# only JSON, so on a cold start the browser draws them (and fetches its chart code) while torch is
+# loading.
 if TYPE_CHECKING:
     from transformer_viz.engine import SentenceRun
 
@@ -38,8 +40,8 @@ def open_page(title: str, selection: Selection | None,
 
 def page_context(page_file: str) -> PageContext:
     """The page script's first call: the context the router made for this run; a page script run on
-    its own (no router, e.g. ``AppTest.from_file`` on its file) draws the sidebar itself and makes its
-    context here, titled as the navigation names ``page_file``."""
+    its own (no router, e.g. ``AppTest.from_file`` on its file) draws the sidebar itself and makes
+    its context here, titled as the navigation names ``page_file``."""
     memory = session_memory()
     ctx = memory.take_handed()
     if ctx is None:
@@ -48,7 +50,8 @@ def page_context(page_file: str) -> PageContext:
 
 
 def selection(ctx: PageContext) -> Selection:
-    """The sidebar's choice for this run; stops the page when there is none (the sidebar says why)."""
+    """The sidebar's choice for this run; stops the page when there is none (the sidebar says
+    why)."""
     if ctx.selection is None:
         st.stop()
     return ctx.selection
@@ -56,7 +59,8 @@ def selection(ctx: PageContext) -> Selection:
 
 def current_run(ctx: PageContext, beam_size: int = 1, causal: bool = True,
                 trace: bool = True) -> SentenceRun | None:
-    """Run the selection (cached), showing input problems as messages in the page, never a traceback.
+    """Run the selection (cached), showing input problems as messages in the page, never a
+    traceback.
     ``trace=False``: the translation alone (loaders.get_translation), for a page that shows none of
     its tensors."""
     sel = selection(ctx)
@@ -76,7 +80,8 @@ def current_run(ctx: PageContext, beam_size: int = 1, causal: bool = True,
 
 
 def require_run(ctx: PageContext, beam_size: int = 1, causal: bool = True) -> SentenceRun:
-    """The selection's run (cached); stops the page when the input was refused (the message is shown)."""
+    """The selection's run (cached); stops the page when the input was refused (the message is
+    shown)."""
     run = current_run(ctx, beam_size, causal)
     if run is None:
         st.stop()
@@ -85,9 +90,9 @@ def require_run(ctx: PageContext, beam_size: int = 1, causal: bool = True) -> Se
 
 def show_input_notes(ctx: PageContext, run: SentenceRun) -> None:
     """What the reader should know about the input, at the top of the page (under the title, in
-    ``ctx.notes``), whatever the page draws first: what was removed or cut, and the warnings (another
-    language, far too long, a fragment) with, for another language, a button that swaps the direction
-    and keeps the text."""
+    ``ctx.notes``), whatever the page draws first: what was removed or cut, and the warnings
+    (another language, far too long, a fragment) with, for another language, a button that swaps the
+    direction and keeps the text."""
     sel = selection(ctx)
     with ctx.notes if ctx.notes is not None else st.container():
         for note in run.messages:
@@ -105,9 +110,9 @@ def show_input_notes(ctx: PageContext, run: SentenceRun) -> None:
 @st.fragment(run_every=timedelta(seconds=0.5))
 def rerun_when_loaded(name: str) -> None:
     """Shows nothing; reruns the whole page as soon as the background load of the checkpoint is over
-    (loaders.loading_in_background), for a page that drew what it could without the model. The browser
-    asks for a run of this fragment every 0.5 s meanwhile; a page drawn with the model calls it no
-    more, which ends those runs."""
+    (loaders.loading_in_background), for a page that drew what it could without the model. The
+    browser asks for a run of this fragment every 0.5 s meanwhile; a page drawn with the model calls
+    it no more, which ends those runs."""
     if not loaders.loading_in_background(name):
         st.rerun()
 
@@ -124,13 +129,14 @@ def _run_bar_sentence() -> None:
 def sentence_bar(sel: Selection) -> None:
     """On a phone the sidebar (and its sentence box) is folded away behind a small arrow, and a text
     area there takes Enter as a new line: a one-line box at the top of the page with a Translate
-    button, where Enter (the keyboard's Go) runs the sentence. Hidden on wide screens, which have the
-    sidebar."""
+    button, where Enter (the keyboard's Go) runs the sentence. Hidden on wide screens, which have
+    the sidebar."""
     # What the sidebar holds, each run: a form sends its box only on submit.
     st.session_state[SENTENCE_BAR_KEY] = sel.sentence
     with st.container(key="sentence_bar"), st.form("sentence_bar_form", border=False):
         text_col, button_col = st.columns([4, 1], vertical_alignment="bottom")
-        text_col.text_input(f"Type a sentence ({language_name(sel.src_lang)})", key=SENTENCE_BAR_KEY,
+        text_col.text_input(f"Type a sentence ({language_name(sel.src_lang)})",
+                            key=SENTENCE_BAR_KEY,
                             max_chars=MAX_INPUT_CHARS)
         button_col.form_submit_button("Translate ▶", on_click=_run_bar_sentence, width="stretch")
 
@@ -141,8 +147,8 @@ def page_header(ctx: PageContext, intro: str, formula: str | None = None, *,
     page shows and its formula; then the sentence's run, or a stop where the input was refused. The
     place for the notes on the input, right under the title, becomes ``ctx.notes``.
 
-    ``run=False`` leaves the run to the page (returned as None), for a page that has something to show
-    before it, or without it.
+    ``run=False`` leaves the run to the page (returned as None), for a page that has something to
+    show before it, or without it.
     """
     sel = selection(ctx)
     st.title(ctx.title)

@@ -1,6 +1,6 @@
-"""The shared sidebar: the reader's choice of model (direction), sentence, layer and head, kept in the
-session and mirrored in the URL (``ckpt``, ``s``, ``layer``, ``head``), so that a link reopens it; and,
-after a change of direction, the offer to carry the translation over."""
+"""The shared sidebar: the reader's choice of model (direction), sentence, layer and head, kept in
+the session and mirrored in the URL (``ckpt``, ``s``, ``layer``, ``head``), so that a link reopens
+it; and, after a change of direction, the offer to carry the translation over."""
 
 from __future__ import annotations
 
@@ -64,10 +64,11 @@ def swap_direction(other: str, memory: SessionMemory) -> None:
 
 
 def _carry_offer(name: str, sentence: str, memory: SessionMemory) -> None:
-    """After a change of direction: the previous direction's translation of the sentence, and a button
-    that makes it the new source (a round trip)."""
+    """After a change of direction: the previous direction's translation of the sentence, and a
+    button that makes it the new source (a round trip)."""
     carried = memory.carry
-    if not carried or carried[1] != sentence or carried[0] == name or carried[0] not in list_checkpoints():
+    if not carried or carried[
+        1] != sentence or carried[0] == name or carried[0] not in list_checkpoints():
         memory.carry = None
         return
     try:
@@ -91,13 +92,14 @@ def _query_int(key: str, default: int, upper: int) -> int:
 
 
 def query_index(key: str, n: int) -> int:
-    """An index in range(n) from the URL's ``key`` (0 when absent or not a number; clamped into range)."""
+    """An index in range(n) from the URL's ``key`` (0 when absent or not a number; clamped into
+    range)."""
     return _query_int(key, 0, n)
 
 
 def _layer_and_head(cfg: ModelConfig) -> tuple[int, int]:
-    """The Layer and Head pickers side by side under the model: on a 1280×720 projector they stay on the
-    sidebar's first screen, below the list of pages."""
+    """The Layer and Head pickers side by side under the model: on a 1280×720 projector they stay on
+    the sidebar's first screen, below the list of pages."""
     state = st.session_state
     if "layer" not in state:
         state["layer"] = _query_int("layer", 0, cfg.N)
@@ -105,7 +107,8 @@ def _layer_and_head(cfg: ModelConfig) -> tuple[int, int]:
     state["layer"] = min(state["layer"], cfg.N - 1)
     state["head"] = min(state["head"], cfg.h - 1)
     layer_col, head_col = st.columns(2)
-    layer = layer_col.selectbox("Layer", list(range(cfg.N)), key="layer", help=f"N = {cfg.N} layers")
+    layer = layer_col.selectbox("Layer", list(range(cfg.N)), key="layer",
+                                help=f"N = {cfg.N} layers")
     head = head_col.selectbox("Head", list(range(cfg.h)), key="head", help=f"h = {cfg.h} heads")
     return layer, head
 
@@ -117,7 +120,8 @@ def _sentence_box(src_lang: str) -> str:
     if "sentence" not in state:
         from_url = st.query_params.get("s", examples[0])
         if len(from_url) > MAX_INPUT_CHARS:
-            st.warning(f"The sentence in the link was cut to its first {MAX_INPUT_CHARS} characters.")
+            st.warning(f"The sentence in the link was cut to its first {MAX_INPUT_CHARS} "
+                       "characters.")
         state["sentence"] = from_url[:MAX_INPUT_CHARS]
 
     def use_example() -> None:
@@ -126,7 +130,8 @@ def _sentence_box(src_lang: str) -> str:
 
     st.selectbox("Example sentences", [""] + examples, key="example", on_change=use_example,
                  format_func=lambda s: s or "— pick an example —")
-    sentence = st.text_area(f"Sentence ({language_name(src_lang)})", key="sentence", max_chars=MAX_INPUT_CHARS,
+    sentence = st.text_area(f"Sentence ({language_name(src_lang)})", key="sentence",
+                            max_chars=MAX_INPUT_CHARS,
                             height=80)
     if len(sentence) > MAX_INPUT_CHARS:  # max_chars is enforced by the browser only
         st.warning(f"The text was cut to its first {MAX_INPUT_CHARS} characters.")
@@ -135,12 +140,13 @@ def _sentence_box(src_lang: str) -> str:
 
 
 def sidebar(memory: SessionMemory) -> Selection | None:
-    """The shared sidebar: checkpoint, sentence (with examples), layer and head. Mirrored in the URL.
+    """The shared sidebar: checkpoint, sentence (with examples), layer and head. Mirrored in the
+    URL.
     ``memory``: the session's, where the previous direction and the offer to carry over are kept."""
     available = list_checkpoints()
     if not available:
-        st.error("No checkpoint found. Put checkpoint directories in `checkpoints/` or name a directory in "
-                 f"the {CHECKPOINTS_ENV} environment variable.")
+        st.error("No checkpoint found. Put checkpoint directories in `checkpoints/` or name a "
+                 f"directory in the {CHECKPOINTS_ENV} environment variable.")
         return None
     names = sorted(available)
     state = st.session_state
@@ -148,9 +154,11 @@ def sidebar(memory: SessionMemory) -> Selection | None:
         wanted = st.query_params.get("ckpt", names[0])
         state["checkpoint"] = wanted if wanted in names else names[0]
     with st.sidebar:
-        name = st.selectbox("Model (direction)", names, key="checkpoint", format_func=direction_label,
+        name = st.selectbox("Model (direction)", names, key="checkpoint",
+                            format_func=direction_label,
                             on_change=_direction_changed, args=(memory,),
-                            help="Trained checkpoints found in checkpoints/ (and any the operator configured).")
+                            help="Trained checkpoints found in checkpoints/ (and any the operator "
+                            "configured).")
         try:
             cfg, metadata = checkpoint_info(name)
         except CheckpointError as exc:

@@ -1,11 +1,11 @@
 """The page's state in its URL (?ckpt=…&s=…&layer=…&head=…&step=…), written back on every run, so
 that a link reopens what its sender saw.
 
-Streamlit sends the whole query string to the browser for every change of ``st.query_params``, even a
-change to the value it already has, and the browser then rewrites its history entry: a few
+Streamlit sends the whole query string to the browser for every change of ``st.query_params``, even
+a change to the value it already has, and the browser then rewrites its history entry: a few
 milliseconds of its main thread each time. A run used to write three such messages or more (the
-sidebar's choice, the open step removed and written back, a page's own parameters). Here a run writes
-only what differs from the URL.
+sidebar's choice, the open step removed and written back, a page's own parameters). Here a run
+writes only what differs from the URL.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Encoder: one layer at a time — every head's self-attention, Add & Norm before and after LayerNorm,
-and the feed-forward network's ReLU activations."""
+"""Encoder: one layer at a time — every head's self-attention, Add & Norm before and after
+LayerNorm, and the feed-forward network's ReLU activations."""
 
 import streamlit as st
 
@@ -12,9 +12,9 @@ ctx = frame.page_context(__file__)
 sel, run = frame.page_header(
     ctx,
     "Each of the N encoder layers does the same two things to every source position: **multi-head "
-    "self-attention** (every token looks at every other token, h times in parallel), then a **position-wise "
-    "feed-forward network**. Each sublayer is wrapped in a residual connection followed by LayerNorm "
-    "(*Add & Norm*).",
+    "self-attention** (every token looks at every other token, h times in parallel), then a "
+    "**position-wise feed-forward network**. Each sublayer is wrapped in a residual connection "
+    "followed by LayerNorm (*Add & Norm*).",
     r"x' = \mathrm{LayerNorm}\big(x + \mathrm{MultiHead}(x, x, x)\big), \qquad "
     r"x'' = \mathrm{LayerNorm}\big(x' + \mathrm{FFN}(x')\big)")
 cfg, i, j = run.config, sel.layer, sel.head
@@ -32,13 +32,15 @@ attention_tab, norm_tab, ffn_tab = steps.tabs(ctx, [
 if attention_tab.open:
     with attention_tab:
         weights = run.trace[f"encoder.{i}.self_attn.weights"][0].numpy()  # (h, S, S)
-        st.latex(r"\mathrm{head}_j = \mathrm{softmax}\!\Big(\frac{Q_j K_j^\top}{\sqrt{d_k}}\Big) V_j,\quad "
-                 r"d_k = d_{model}/h = %d/%d = %d" % (cfg.d_model, cfg.h, cfg.d_k))
+        st.latex(r"\mathrm{head}_j = \mathrm{softmax}\!\Big(\frac{Q_j K_j^\top}{\sqrt{d_k}}\Big) "
+                 r"V_j,\quad d_k = d_{model}/h = %d/%d = %d" % (cfg.d_model, cfg.h, cfg.d_k))
         widgets.view_chart(views.heads(run, i, "encoder", selected=j), "encoder-head-grid",
                            caption="One small map per head; every row sums to 1. Hover for the "
                                    "exact weight.")
-        fig = widgets.cached_figure(attention_map, weights[j], labels, labels, title=f"Layer {i}, head {j}")
-        widgets.chart(fig, widgets.long_form(labels, labels, {"weight": weights[j]}), "encoder-head")
+        fig = widgets.cached_figure(attention_map, weights[j], labels, labels,
+                                    title=f"Layer {i}, head {j}")
+        widgets.chart(fig, widgets.long_form(labels, labels, {"weight": weights[j]}),
+                      "encoder-head")
 
 if norm_tab.open:
     with norm_tab:
