@@ -4,7 +4,8 @@ sentences."""
 import numpy as np
 import streamlit as st
 
-from transformer_viz.app import frame, loaders, masking_view, steps, widgets
+from transformer_viz.app import frame, loaders, steps, widgets
+from transformer_viz.app.masking_view import padding_step, prediction_changes
 from transformer_viz.plots.common import token_labels
 from transformer_viz.plots.layers import attention_map, masked_attention_figure
 from transformer_viz.text.analysis import future_mass
@@ -73,8 +74,8 @@ if causal_tab.open:
                    "0; without it, each row spends on average the share shown on the right on "
                    "tokens it should not have seen yet.")
 
-        masking_view.prediction_changes(sel, run, unmasked, labels)
+        prediction_changes(sel, run, unmasked, labels)
 
 if padding_tab.open:
     with padding_tab:
-        masking_view.padding_step(sel, run)
+        padding_step(sel, run)
