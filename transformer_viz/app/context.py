@@ -14,14 +14,35 @@ argument; a page script run on its own (no router) finds none and makes its own
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import streamlit as st
 
-if TYPE_CHECKING:
-    from transformer_viz.app.sidebar import Selection
+from transformer_viz.text.language_stats import direction_name, language_name
 
 MEMORY_KEY = "transformer_viz_memory"  # st.session_state[MEMORY_KEY]: the session's SessionMemory
+
+
+@dataclass
+class Selection:
+    checkpoint: str
+    sentence: str
+    layer: int
+    head: int
+    src_lang: str
+    tgt_lang: str
+
+    @property
+    def direction(self) -> str:
+        return direction_name(self.src_lang, self.tgt_lang)
+
+    @property
+    def src_name(self) -> str:
+        return language_name(self.src_lang)
+
+    @property
+    def tgt_name(self) -> str:
+        return language_name(self.tgt_lang)
 
 
 @dataclass

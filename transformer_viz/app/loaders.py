@@ -24,6 +24,8 @@ from transformer_viz.models.registry import DEFAULT_ARCH, architecture
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
+    import numpy as np
+
     from transformer_viz.core.trace import Trace
     from transformer_viz.engine import SentenceRun
 
@@ -293,3 +295,13 @@ def get_prompt_run(name: str, prompt: str, temperature: float, top_k: int, top_p
 
     return run_prompt(get_model("gpt", name), prompt,
                       SamplingSettings(temperature, top_k, top_p, seed, max_new_tokens))
+
+
+@st.cache_data(show_spinner="Running the reversed sentence…", max_entries=64)
+def reversed_inputs(checkpoint: str, text: str) -> tuple[str, list[str], np.ndarray, np.ndarray]:
+    """The Positional encoding page's other word order: its text, tokens, embeddings and inputs."""
+    # Only what the comparison needs, as numpy: unpickling a whole traced run on every rerun is
+    # slow.
+    other = get_run(checkpoint, text)
+    return (other.source_text, other.src_tokens, other.trace["src.embedding"][0].numpy(),
+            other.trace["src.input"][0].numpy())

@@ -4,44 +4,20 @@ it; and, after a change of direction, the offer to carry the translation over.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import streamlit as st
 
 from transformer_viz.app import loaders, url
 from transformer_viz.app.about import checkpoint_info, direction_label
 from transformer_viz.app.catalogue import CHECKPOINTS_ENV, list_checkpoints
-from transformer_viz.app.context import SessionMemory
+from transformer_viz.app.context import Selection, SessionMemory
 from transformer_viz.app.examples import examples_for
 from transformer_viz.app.widgets import show_user_text
 from transformer_viz.checkpoints import CheckpointError
 from transformer_viz.models.config import ModelConfig
-from transformer_viz.text.language_stats import direction_name, language_name
+from transformer_viz.text.language_stats import language_name
 from transformer_viz.text.tokenizer import DEFAULT_MAX_CHARS, InputError
 
 MAX_INPUT_CHARS = DEFAULT_MAX_CHARS
-
-
-@dataclass
-class Selection:
-    checkpoint: str
-    sentence: str
-    layer: int
-    head: int
-    src_lang: str
-    tgt_lang: str
-
-    @property
-    def direction(self) -> str:
-        return direction_name(self.src_lang, self.tgt_lang)
-
-    @property
-    def src_name(self) -> str:
-        return language_name(self.src_lang)
-
-    @property
-    def tgt_name(self) -> str:
-        return language_name(self.tgt_lang)
 
 
 def _direction_changed(memory: SessionMemory) -> None:

@@ -15,15 +15,6 @@ from transformer_viz.text.tokenizer import InputError
 BASES = [100, 300, 1000, 3000, 10000, 30000, 100000]
 
 
-@st.cache_data(show_spinner="Running the reversed sentence…", max_entries=64)
-def reversed_inputs(checkpoint: str, text: str) -> tuple[str, list[str], np.ndarray, np.ndarray]:
-    # Only what the comparison needs, as numpy: unpickling a whole traced run on every rerun is
-    # slow.
-    other = loaders.get_run(checkpoint, text)
-    return (other.source_text, other.src_tokens, other.trace["src.embedding"][0].numpy(),
-            other.trace["src.input"][0].numpy())
-
-
 ctx = frame.page_context(__file__)
 sel, run = frame.page_header(
     ctx,
@@ -127,8 +118,8 @@ if order_tab.open:
                     "sentence to compare.")
             st.stop()
         try:
-            other_text, other_tokens, other_embedding, other_input = reversed_inputs(sel.checkpoint,
-                                                                                     reversed_text)
+            other = loaders.reversed_inputs(sel.checkpoint, reversed_text)
+            other_text, other_tokens, other_embedding, other_input = other
         except InputError as exc:
             st.warning(widgets.escape_markdown(str(exc)))
             st.stop()
