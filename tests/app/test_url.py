@@ -30,7 +30,7 @@ class CountedParams(dict):
 @pytest.fixture()
 def params(monkeypatch):
     fake = CountedParams(ckpt="de-en", s="Ein Hund .", layer="0", head="1", step="2")
-    monkeypatch.setattr(url, "st", SimpleNamespace(query_params=fake, session_state={}))
+    monkeypatch.setattr(url, "st", SimpleNamespace(query_params=fake))
     return fake
 
 
@@ -52,13 +52,11 @@ def test_none_removes_a_parameter_only_when_it_is_there(params):
 
 
 def test_a_page_without_steps_leaves_no_step_and_one_with_steps_keeps_its_own(params):
-    url.begin_run()
     url.write_step(2)
-    url.end_run()
+    url.end_run(step_written=True)
     assert params["step"] == "2" and params.messages == 0
-    url.begin_run()  # the next run opens a page without steps (or one that stopped before them)
-    url.end_run()
+    # the next run opens a page without steps (or one that stopped before them)
+    url.end_run(step_written=False)
     assert "step" not in params and params.messages == 1
-    url.begin_run()
-    url.end_run()
+    url.end_run(step_written=False)
     assert params.messages == 1  # nothing left to remove

@@ -14,8 +14,8 @@ def test_a_page_without_a_selection_stops_before_its_title():
     def page():
         from transformer_viz.app import frame as webapp
 
-        webapp.open_page("Encoder", None)  # as app.py does when no checkpoint could be offered
-        webapp.page_header("never shown")
+        ctx = webapp.open_page("Encoder", None)  # as app.py does when no checkpoint could be offered
+        webapp.page_header(ctx, "never shown")
         import streamlit as st
 
         st.write("after the header")
@@ -28,8 +28,8 @@ def test_the_header_draws_the_title_and_the_intro_it_is_given():
     def page():
         from transformer_viz.app import frame as webapp
 
-        webapp.open_page("Decoder", webapp.Selection("tiny", "ein mann .", 1, 2, "de", "en"))
-        sel, run = webapp.page_header("What this page shows.", r"x = y", run=False)
+        ctx = webapp.open_page("Decoder", webapp.Selection("tiny", "ein mann .", 1, 2, "de", "en"))
+        sel, run = webapp.page_header(ctx, "What this page shows.", r"x = y", run=False)
         import streamlit as st
 
         st.write(f"layer {sel.layer}, head {sel.head}, run {run}")

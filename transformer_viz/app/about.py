@@ -1,7 +1,7 @@
-"""What a checkpoint says about itself, read from its JSON files without loading the model (no torch):
-its config and model card, decoding defaults and language statistics, cached once per process; and what
-the app derives from them: the direction's name, the model for the other direction, the corpora it was
-trained on, the models of a family for one direction."""
+"""What a checkpoint says about itself, read from its JSON files without loading the model (no
+torch): its config and model card, decoding defaults and language statistics, cached once per
+process; and what the app derives from them: the direction's name, the model for the other
+direction, the corpora it was trained on, the models of a family for one direction."""
 
 from __future__ import annotations
 
@@ -18,12 +18,14 @@ from transformer_viz.models.transformer.config import ModelConfig
 from transformer_viz.text.language_stats import LanguageStats, direction_name, load_language_stats
 
 # How the model card names each training corpus, for the one line that says what a model knows.
-CORPUS_DESCRIPTIONS = {"Multi30k": "picture captions (Multi30k)", "Tatoeba": "everyday sentences (Tatoeba)"}
+CORPUS_DESCRIPTIONS = {"Multi30k": "picture captions (Multi30k)",
+                       "Tatoeba": "everyday sentences (Tatoeba)"}
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def checkpoint_info(name: str) -> tuple[ModelConfig, dict]:
-    """A checkpoint's config and metadata, read from its JSON files without loading the model (read-only)."""
+    """A checkpoint's config and metadata, read from its JSON files without loading the model
+    (read-only)."""
     available = list_checkpoints()
     if name not in available:
         raise CheckpointError(f"unknown checkpoint {name!r}")
@@ -32,14 +34,15 @@ def checkpoint_info(name: str) -> tuple[ModelConfig, dict]:
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def generation_defaults(name: str) -> GenerationDefaults:
-    """The checkpoint's decoding defaults (generation_config.json; greedy without one), read without torch."""
+    """The checkpoint's decoding defaults (generation_config.json; greedy without one), read without
+    torch."""
     return load_generation_defaults(list_checkpoints()[name])
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def language_stats(name: str) -> LanguageStats | None:
-    """The checkpoint's language_stats.json (None without one, or when it cannot be read: the language and
-    length warnings are then skipped, the page still works). Read without torch."""
+    """The checkpoint's language_stats.json (None without one, or when it cannot be read: the
+    language and length warnings are then skipped, the page still works). Read without torch."""
     try:
         return load_language_stats(list_checkpoints()[name])
     except (ValueError, OSError):
@@ -47,7 +50,8 @@ def language_stats(name: str) -> LanguageStats | None:
 
 
 def direction_label(name: str) -> str:
-    """'German → English' for a checkpoint, from its model card (its directory name when that has none)."""
+    """'German → English' for a checkpoint, from its model card (its directory name when that has
+    none)."""
     try:
         metadata = checkpoint_info(name)[1]
     except CheckpointError:
@@ -79,7 +83,8 @@ def reverse_checkpoint(name: str) -> str | None:
 
 
 def training_data_line(metadata: dict) -> str:
-    """'Trained on picture captions (Multi30k) and everyday sentences (Tatoeba).' from the model card."""
+    """'Trained on picture captions (Multi30k) and everyday sentences (Tatoeba).' from the model
+    card."""
     corpora = [CORPUS_DESCRIPTIONS.get(name, name) for name in metadata.get("data", {})]
     if not corpora:  # cards written before the corpora were listed: those models saw Multi30k only
         corpora = [CORPUS_DESCRIPTIONS["Multi30k"]]
@@ -92,10 +97,12 @@ def model_card_text(name: str) -> str:
     return path.read_text(encoding="utf-8") if path.is_file() else ""
 
 
-# --- the recurrent models (the RNN page loads them itself; the sidebar lists Transformers only) -----------
+# --- the recurrent models (the RNN page loads them itself; the sidebar lists Transformers only)
+# -----------
 
 def rnn_checkpoints(src_lang: str = "de", tgt_lang: str = "en") -> dict[str, str]:
-    """{"plain": name, "attention": name} of the recurrent checkpoints for this direction (first by name)."""
+    """{"plain": name, "attention": name} of the recurrent checkpoints for this direction (first by
+    name)."""
     return _rnn_checkpoints(tuple(checkpoint_roots()), src_lang, tgt_lang)
 
 
@@ -115,12 +122,15 @@ def _rnn_checkpoints(roots: tuple[Path, ...], src_lang: str, tgt_lang: str) -> d
 
 @st.cache_resource(show_spinner=False, max_entries=16)
 def family_metadata(arch: str, name: str) -> dict:
-    """The metadata.json (the model card's data) of one family's checkpoint, without loading the model."""
+    """The metadata.json (the model card's data) of one family's checkpoint, without loading the
+    model."""
     return load_metadata(list_checkpoints(arch)[name])
 
 
 def lengths_on_one_split(cards: dict[str, dict]) -> dict[str, dict]:
-    """Label -> the bucketed-BLEU entry of each model card, all on one split (that of the first card with one),
-    so that a figure compares like with like; a card without that split is left out."""
-    split = next((meta["bleu_by_length"].get("split") for meta in cards.values() if meta.get("bleu_by_length")), None)
-    return {label: length_entries(meta)[split] for label, meta in cards.items() if split in length_entries(meta)}
+    """Label -> the bucketed-BLEU entry of each model card, all on one split (that of the first card
+    with one), so that a figure compares like with like; a card without that split is left out."""
+    split = next((meta["bleu_by_length"].get("split") for meta in cards.values()
+                  if meta.get("bleu_by_length")), None)
+    return {label: length_entries(meta)[split] for label, meta in cards.items()
+            if split in length_entries(meta)}

@@ -1,5 +1,5 @@
-"""Finding checkpoints on disk: the roots the app looks in, and the checkpoint directories of each model
-family found there, by name. Pages choose a checkpoint by name, never by a typed path.
+"""Finding checkpoints on disk: the roots the app looks in, and the checkpoint directories of each
+model family found there, by name. Pages choose a checkpoint by name, never by a typed path.
 
 Reads config.json only (no torch, no Streamlit). A listing is reused for a few seconds while no root
 changes (:data:`LISTING_TTL_S`): every script run asks for it, often several times.
@@ -15,20 +15,22 @@ from transformer_viz.checkpoints import CONFIG, TOKENIZER_DIR, WEIGHTS, checkpoi
 from transformer_viz.core.paths import CHECKPOINTS_DIR
 from transformer_viz.models.registry import DEFAULT_ARCH, architecture
 
-CHECKPOINTS_ENV = "TRANSFORMER_VIZ_CHECKPOINTS"  # checkpoint roots set by the operator (os.pathsep-separated)
-# A listing reads every candidate's config.json and resolves a dozen paths per directory: far more than a
-# script run's own work when the sidebar, the page and its notes each ask. A directory added to or removed
-# from a root changes the root's modification time and shows at once; a change inside a checkpoint
-# directory shows within this many seconds.
+# checkpoint roots set by the operator (os.pathsep-separated)
+CHECKPOINTS_ENV = "TRANSFORMER_VIZ_CHECKPOINTS"
+# A listing reads every candidate's config.json and resolves a dozen paths per directory: far more
+# than a script run's own work when the sidebar, the page and its notes each ask. A directory added
+# to or removed from a root changes the root's modification time and shows at once; a change inside
+# a checkpoint directory shows within this many seconds.
 LISTING_TTL_S = 10.0
 
-# A transformers Marian directory keeps its tokenizer files beside the weights (checkpoints/marian.py).
+# A transformers Marian directory keeps its tokenizer files beside the weights
+# (checkpoints/marian.py).
 MARIAN_FILES = ("source.spm", "target.spm", "vocab.json", "tokenizer.json", "tokenizer_config.json")
 
 
 def checkpoint_roots() -> list[Path]:
-    """The shipped checkpoints (the repository's checkpoints/, or where the wheel installed them: core.paths),
-    or instead the directories the operator names in the environment."""
+    """The shipped checkpoints (the repository's checkpoints/, or where the wheel installed them:
+    core.paths), or instead the directories the operator names in the environment."""
     configured = os.environ.get(CHECKPOINTS_ENV, "")
     if configured:
         return [Path(p) for p in configured.split(os.pathsep) if p]
@@ -46,27 +48,33 @@ def _safe_name(name: str) -> bool:
 
 
 def _listed(path: Path, real_root: Path, arches: set[str]) -> bool:
-    """Whether a candidate directory is a checkpoint of one of ``arches`` whose files all stay inside the root."""
-    parts = [path / CONFIG, path / WEIGHTS, path / TOKENIZER_DIR] + [path / name for name in MARIAN_FILES]
-    return (path / CONFIG).is_file() and all(not p.exists() or _inside(p, real_root) for p in parts) \
+    """Whether a candidate directory is a checkpoint of one of ``arches`` whose files all stay
+    inside the root."""
+    parts = [path / CONFIG, path / WEIGHTS, path / TOKENIZER_DIR] + [path / name
+                                                                     for name in MARIAN_FILES]
+    return (path / CONFIG).is_file() and all(not p.exists() or _inside(p, real_root)
+                                             for p in parts) \
         and checkpoint_arch(path) in arches
 
 
-# (model family, roots) -> (time.monotonic() when listed, the roots' modification times then, the listing)
+# (model family, roots) -> (time.monotonic() when listed, the roots' modification times then, the
+# listing)
 _LISTINGS: dict[tuple[str, tuple[Path, ...]], tuple[float, tuple, dict[str, Path]]] = {}
 
 
 def list_checkpoints(arch: str = DEFAULT_ARCH) -> dict[str, Path]:
-    """Checkpoint name -> directory, for one model family (a key of models.registry.ARCHITECTURES): by
-    default the Transformers (the sidebar's models, which every page but a few assumes; a transformers
-    Marian directory is one), else the models that one page loads itself ("rnn", "vit", "detr"); config.json
-    says which (see :func:`~transformer_viz.checkpoints.checkpoint_arch`). Only directories inside the
-    configured roots; a symlink that leads outside its root (the directory itself, or its config, weights or
-    tokenizer) is ignored, as are hidden names and names with "..". An unreadable config.json counts as the
-    default family, so that the sidebar lists it and loading it says what is wrong.
+    """Checkpoint name -> directory, for one model family (a key of models.registry.ARCHITECTURES):
+    by default the Transformers (the sidebar's models, which every page but a few assumes; a
+    transformers Marian directory is one), else the models that one page loads itself ("rnn", "vit",
+    "detr"); config.json says which (see :func:`~transformer_viz.checkpoints.checkpoint_arch`). Only
+    directories inside the configured roots; a symlink that leads outside its root (the directory
+    itself, or its config, weights or tokenizer) is ignored, as are hidden names and names with
+    "..". An unreadable config.json counts as the default family, so that the sidebar lists it and
+    loading it says what is wrong.
 
     The listing is read again when a root's modification time changed (a directory added, removed or
-    renamed) or when it is :data:`LISTING_TTL_S` seconds old; until then the same listing is returned.
+    renamed) or when it is :data:`LISTING_TTL_S` seconds old; until then the same listing is
+    returned.
     """
     roots = tuple(checkpoint_roots())
     stamp, now = _roots_stamp(roots), time.monotonic()
@@ -78,7 +86,8 @@ def list_checkpoints(arch: str = DEFAULT_ARCH) -> dict[str, Path]:
 
 
 def _roots_stamp(roots: tuple[Path, ...]) -> tuple:
-    """The roots' modification times (None for one that cannot be read): a new or removed entry changes it."""
+    """The roots' modification times (None for one that cannot be read): a new or removed entry
+    changes it."""
     stamp = []
     for root in roots:
         try:
@@ -97,7 +106,10 @@ def _scan(arch: str, roots: tuple[Path, ...]) -> dict[str, Path]:
             if not root.is_dir():
                 continue
             real_root = root.resolve()
-            candidates = [root] if (root / CONFIG).is_file() else sorted(p for p in root.iterdir() if p.is_dir())
+            if (root / CONFIG).is_file():
+                candidates = [root]
+            else:
+                candidates = sorted(p for p in root.iterdir() if p.is_dir())
             for path in candidates:
                 if path.name not in found and _safe_name(path.name) and _inside(path, real_root) \
                         and _listed(path, real_root, arches):

@@ -1,19 +1,20 @@
-"""The example sentences the sidebar and the Masking lab offer, per source language, and the lecture's own
-sentences with their reference translations."""
+"""The example sentences the sidebar and the Masking lab offer, per source language, and the
+lecture's own sentences with their reference translations."""
 
 from __future__ import annotations
 
 from transformer_viz.text.lecture_sentences import LECTURE_SENTENCES_EN
 
 # The lecture's sentences (text/lecture_sentences.py) with the translation the lecture gives (its
-# reference): offered as examples, and the Overview says how close the model's translation comes to it.
+# reference): offered as examples, and the Overview says how close the model's translation comes to
+# it.
 LECTURE_SENTENCES_DE = {german: english for english, german in LECTURE_SENTENCES_EN.items()}
 LECTURE_SENTENCES = {"en": LECTURE_SENTENCES_EN, "de": LECTURE_SENTENCES_DE}
 WRONG_BELOW = 50.0  # chrF against the reference under which a translation counts as wrong
 
 
-# Picture captions (what Multi30k holds) first, then everyday sentences (what Tatoeba holds), among them
-# the lecture's own examples.
+# Picture captions (what Multi30k holds) first, then everyday sentences (what Tatoeba holds), among
+# them the lecture's own examples.
 EXAMPLES = {
     "de": list(dict.fromkeys([
         "Ein Mann fährt mit dem Fahrrad durch die Stadt.",
@@ -45,16 +46,18 @@ def examples_for(src_lang: str) -> list[str]:
 
 
 def reference_note(src_lang: str, sentence: str, translation: str) -> str | None:
-    """For one of the lecture's sentences, a plain line on the model's translation beside the lecture's:
-    their chrF, and when it is under WRONG_BELOW, that the translation is wrong. None for other sentences."""
+    """For one of the lecture's sentences, a plain line on the model's translation beside the
+    lecture's: their chrF, and when it is under WRONG_BELOW, that the translation is wrong. None for
+    other sentences."""
     reference = LECTURE_SENTENCES.get(src_lang, {}).get(sentence.strip())
     if reference is None:
         return None
     from transformer_viz.generation.evaluation import sentence_chrf
 
     chrf = sentence_chrf(translation, reference)
-    line = f"The lecture translates it as “{reference}” (chrF of this model's translation against it: {chrf:.0f})."
+    line = (f"The lecture translates it as “{reference}” (chrF of this model's translation "
+            f"against it: {chrf:.0f}).")
     if chrf < WRONG_BELOW:
-        line += (" **This translation is wrong**: the model gets this sentence wrong, so the pages below explain "
-                 "a mistranslation. Say so when you show it.")
+        line += (" **This translation is wrong**: the model gets this sentence wrong, so the pages "
+                 "below explain a mistranslation. Say so when you show it.")
     return line

@@ -1,7 +1,8 @@
-"""What the page "What does a head do?" (pages/heads.py) computes and keeps: the heads switched off (in the
-URL as ``off=enc.0.3,cross.2.5``), the ablation and logit-lens numbers, and the attributions, each computed
-once per (checkpoint, sentence, …) and shared read-only between sessions. The numbers themselves come from
-interpret/explain.py, as for ``python -m transformer_viz explain``."""
+"""What the page "What does a head do?" (pages/heads.py) computes and keeps: the heads switched off
+(in the URL as ``off=enc.0.3,cross.2.5``), the ablation and logit-lens numbers, and the
+attributions, each computed once per (checkpoint, sentence, …) and shared read-only between
+sessions. The numbers themselves come from interpret/explain.py, as for ``python -m transformer_viz
+explain``."""
 
 from __future__ import annotations
 
@@ -11,24 +12,28 @@ from transformer_viz.app import loaders, url
 from transformer_viz.app.shared import shared_resource
 from transformer_viz.app.sidebar import Selection
 
-# Measured by bench/heads_stats.py (README, "What does a head do?"): the lesson of step 3 over a test set.
-TEST_SET_NOTE = ("Over the first 500 sentences of test_2016_flickr (checkpoints/de-en, greedy, integrated gradients "
-                 "with 16 steps), the most-attended source token is the most-attributed one at 13 %, 40 % and 56 % of "
-                 "the 7,080 target positions in decoder layers 0, 1 and 2 (mean over heads; 20 %, 56 %, 63 % for "
-                 "the heads' mean attention). Attention is not attribution.")
+# Measured by bench/heads_stats.py (README, "What does a head do?"): the lesson of step 3 over a
+# test set.
+TEST_SET_NOTE = ("Over the first 500 sentences of test_2016_flickr (checkpoints/de-en, greedy, "
+                 "integrated gradients with 16 steps), the most-attended source token is the "
+                 "most-attributed one at 13 %, 40 % and 56 % of the 7,080 target positions in "
+                 "decoder layers 0, 1 and 2 (mean over heads; 20 %, 56 %, 63 % for the heads' mean "
+                 "attention). Attention is not attribution.")
 OFF_PARAM = "off"  # the URL's heads switched off
 OFF_KEY = "heads_off"  # the page's multiselect
 
 
 def heads_off_choice(sel: Selection, names: list[str]) -> list[str]:
-    """The multiselect of heads to switch off, first filled from the URL; its choice written back to the URL.
-    Names that this model does not have (another checkpoint, a hand-edited link) are dropped."""
+    """The multiselect of heads to switch off, first filled from the URL; its choice written back to
+    the URL. Names that this model does not have (another checkpoint, a hand-edited link) are
+    dropped."""
     state = st.session_state
     if OFF_KEY not in state:
         state[OFF_KEY] = [n for n in st.query_params.get(OFF_PARAM, "").split(",") if n in names]
     state[OFF_KEY] = [n for n in state[OFF_KEY] if n in names]
-    chosen = st.multiselect("Heads to switch off (kind.layer.head: enc = encoder self-attention, dec = decoder "
-                            "self-attention, cross = cross-attention)", names, key=OFF_KEY,
+    chosen = st.multiselect("Heads to switch off (kind.layer.head: enc = encoder self-attention, "
+                            "dec = decoder self-attention, cross = "
+                            "cross-attention)", names, key=OFF_KEY,
                             placeholder="none: every head on")
     url.write(**{OFF_PARAM: ",".join(chosen) or None})
     return chosen
@@ -36,33 +41,37 @@ def heads_off_choice(sel: Selection, names: list[str]) -> list[str]:
 
 @st.cache_resource(show_spinner="Switching heads off…", max_entries=64, ttl=3600)
 def heads_numbers(checkpoint: str, sentence: str, heads_off: tuple[str, ...]):
-    """The ablation bars, both probabilities per token and the logit lens (one batched pass), and the greedy
-    translation with ``heads_off`` off (IDs and text)."""
+    """The ablation bars, both probabilities per token and the logit lens (one batched pass), and
+    the greedy translation with ``heads_off`` off (IDs and text)."""
     from transformer_viz.interpret.ablation import parse_heads
     from transformer_viz.interpret.explain import heads_run, translation_with_heads_off
 
     ckpt, run = loaders.get_checkpoint(checkpoint), loaders.get_run(checkpoint, sentence)
     heads = parse_heads(heads_off, ckpt.config)
     numbers = heads_run(ckpt.model, run.src_ids, run.tgt_ids, heads)
-    off = translation_with_heads_off(ckpt, run.src_ids, heads) if heads else (run.tgt_ids[1:], run.translation)
+    if heads:
+        off = translation_with_heads_off(ckpt, run.src_ids, heads)
+    else:
+        off = (run.tgt_ids[1:], run.translation)
     return numbers, off
 
 
 @shared_resource(show_spinner="Reading each layer's guess…", max_entries=64, ttl=3600)
 def lens(checkpoint: str, sentence: str, final_norm: bool = True) -> dict:
-    """The logit lens of the sentence's run (one row, every head on); ``final_norm=False``: a Pre-LN model's
-    lens without its final LayerNorm (what borrowing it changes)."""
+    """The logit lens of the sentence's run (one row, every head on); ``final_norm=False``: a Pre-LN
+    model's lens without its final LayerNorm (what borrowing it changes)."""
     from transformer_viz.interpret.explain import logit_lens
 
     ckpt, run = loaders.get_checkpoint(checkpoint), loaders.get_run(checkpoint, sentence)
     return logit_lens(ckpt.model, run.src_ids, run.tgt_ids, final_norm=final_norm)
 
 
-@st.cache_resource(show_spinner="Computing the attributions (integrated gradients: one batched forward and "
-                                "backward pass over steps × target positions)…", max_entries=32, ttl=3600)
+@st.cache_resource(show_spinner="Computing the attributions (integrated gradients: one batched "
+                                "forward and backward pass over steps × target "
+                                "positions)…", max_entries=32, ttl=3600)
 def attributions(checkpoint: str, sentence: str, steps: int):
-    """Integrated gradients (T, S) with f_t(e) − f_t(e') (T,), and gradient × input (T, S): slower than the rest
-    of the page (seconds), so computed once per sentence and step count."""
+    """Integrated gradients (T, S) with f_t(e) − f_t(e') (T,), and gradient × input (T, S): slower
+    than the rest of the page (seconds), so computed once per sentence and step count."""
     from transformer_viz.interpret.explain import gradient_x_input, integrated_gradients
 
     ckpt, run = loaders.get_checkpoint(checkpoint), loaders.get_run(checkpoint, sentence)

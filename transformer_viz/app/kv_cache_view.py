@@ -1,5 +1,5 @@
-"""The Decoding page's step 3: the key/value cache decoding really uses (generation/kv_cache.py), step by step,
-and the multiply–adds it saves."""
+"""The Decoding page's step 3: the key/value cache decoding really uses (text/kv_cache.py), step by
+step, and the multiply–adds it saves."""
 
 from __future__ import annotations
 
@@ -30,11 +30,11 @@ def show(sel: Selection, run) -> None:
     record = cache_record(sel.checkpoint, sel.sentence)
     T, S = len(run.tgt_ids), len(run.src_ids)
     st.markdown(
-        "At step t the decoder runs **one** new position. Its masked self-attention needs the keys and values "
-        "of every earlier position: computed at earlier steps and kept, so each step computes one new key "
-        "and value per layer and **appends** them. Cross-attention's keys and values come from the encoder "
-        "output alone: computed **once**, before step 1, and read at every step. These are the tensors "
-        "decoding really used for this sentence.")
+        "At step t the decoder runs **one** new position. Its masked self-attention needs the keys "
+        "and values of every earlier position: computed at earlier steps and kept, so each step "
+        "computes one new key and value per layer and **appends** them. Cross-attention's keys and "
+        "values come from the encoder output alone: computed **once**, before step 1, and read at "
+        "every step. These are the tensors decoding really used for this sentence.")
     t = steps.stepper(STEPS_KEY, (sel.checkpoint, run.source_text), T, "kv_cache")
     labels, src_labels = token_labels(run.tgt_tokens), token_labels(run.src_tokens)
     left, right = st.columns(2)
@@ -42,17 +42,21 @@ def show(sel: Selection, run) -> None:
         keys = record.self_k[i, j]  # (T, d_k)
         fig = widgets.cached_figure(kv_cache_figure, keys, labels, t,
                                     title=f"Self-attention keys after step {t}")
-        widgets.chart(fig, widgets.long_form(labels[:t], list(range(keys.shape[1])), {"key": keys[:t]},
+        widgets.chart(fig, widgets.long_form(labels[:t], list(range(keys.shape[1])),
+                                             {"key": keys[:t]},
                                              ("position", "component")), "kv-cache-self",
-                      caption=f"Layer {i}, head {j}. Row {t - 1} (outlined) was appended at step {t}; "
-                              "the rows above it were computed at earlier steps and read again.")
+                      caption=f"Layer {i}, head {j}. Row {t - 1} (outlined) was appended at step "
+                              f"{t}; the rows above it were computed at earlier steps and read "
+                              "again.")
     with right:
         cross = record.cross_k[i, j]  # (S, d_k)
         fig = widgets.cached_figure(kv_cache_figure, cross, src_labels, S, appended=False,
                                     title="Cross-attention keys: computed once")
-        widgets.chart(fig, widgets.long_form(src_labels, list(range(cross.shape[1])), {"key": cross},
+        widgets.chart(fig, widgets.long_form(src_labels, list(range(cross.shape[1])),
+                                             {"key": cross},
                                              ("source", "component")), "kv-cache-cross",
-                      caption=f"Layer {i}, head {j}: one row per source token, the same at every step.")
+                      caption=f"Layer {i}, head {j}: one row per source token, the same at every "
+                      "step.")
     counts = multiply_adds(cfg, S, T)
     saved = 1 - (counts.with_cache.sum() + counts.once) / counts.without_cache.sum()
     fig = widgets.cached_figure(multiply_adds_figure, counts.with_cache, counts.without_cache, t,
@@ -60,9 +64,10 @@ def show(sel: Selection, run) -> None:
     widgets.chart(fig, {"step": list(range(1, T + 1)), "with cache": counts.with_cache,
                         "without cache": counts.without_cache}, "kv-cache-multiply-adds",
                   caption=f"Step {t}: {counts.with_cache[t - 1]:,} multiply–adds with the cache, "
-                          f"{counts.without_cache[t - 1]:,} without. Over the whole sentence the cache saves "
-                          f"{saved:.0%} (its {counts.once:,} for cross-attention's keys and values counted "
-                          f"once); the cache holds 2 · N · t · d_model = {2 * cfg.N * T * cfg.d_model:,} "
-                          "numbers for self-attention at the end.")
+                          f"{counts.without_cache[t - 1]:,} without. Over the whole sentence the "
+                          f"cache saves {saved:.0%} (its {counts.once:,} for cross-attention's "
+                          "keys and values counted once); the cache holds 2 · N · t · d_model = "
+                          f"{2 * cfg.N * T * cfg.d_model:,} numbers for self-attention at the end.")
     if not (record.appended_only and record.cross_reused):
-        st.warning("This model's cache did not only grow: the figures above are not what decoding reused.")
+        st.warning("This model's cache did not only grow: the figures above are not what decoding "
+                   "reused.")

@@ -18,18 +18,22 @@ from transformer_viz.app.widgets import escape_markdown
 from transformer_viz.checkpoints import Checkpoint, CheckpointError, load_checkpoint
 from transformer_viz.models.registry import DEFAULT_ARCH, architecture
 
-# torch and the engine are imported on first use, not here: the sidebar and the top of a page need only
-# JSON, so on a cold start the browser draws them (and fetches its chart code) while torch is loading.
+# torch and the engine are imported on first use, not here: the sidebar and the top of a page need
+# only JSON, so on a cold start the browser draws them (and fetches its chart code) while torch is
+# loading.
 if TYPE_CHECKING:
     from concurrent.futures import Future
+
+    import numpy as np
 
     from transformer_viz.core.trace import Trace
     from transformer_viz.engine import SentenceRun
 
 
-# One load at a time: the first model loads in a background thread (loading_in_background) while a page may
-# ask for another model in the script thread, and two threads importing transformers at once fail (its lazy
-# module replaces itself in sys.modules, so the second finds names missing instead of waiting).
+# One load at a time: the first model loads in a background thread (loading_in_background) while a
+# page may ask for another model in the script thread, and two threads importing transformers at
+# once fail (its lazy module replaces itself in sys.modules, so the second finds names missing
+# instead of waiting).
 _LOAD_LOCK = threading.Lock()
 
 
@@ -46,8 +50,9 @@ def load_listed(arch: str, name: str) -> Checkpoint:
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=8)
 def get_checkpoint(name: str) -> Checkpoint:
-    """One model per process, shared by every session: never mutate it. When a background thread is loading
-    it (:func:`loading_in_background`), this waits for that thread's model instead of reading it again."""
+    """One model per process, shared by every session: never mutate it. When a background thread is
+    loading it (:func:`loading_in_background`), this waits for that thread's model instead of
+    reading it again."""
     checkpoint = _background_result(name)
     if checkpoint is None:
         checkpoint = load_listed(DEFAULT_ARCH, name)
@@ -57,34 +62,40 @@ def get_checkpoint(name: str) -> Checkpoint:
 
 
 _BACKGROUND_LOCK = threading.Lock()
-_BACKGROUND: dict[str, Future[Checkpoint]] = {}  # checkpoint name -> its load in a background thread
+# checkpoint name -> its load in a background thread
+_BACKGROUND: dict[str, Future[Checkpoint]] = {}
 _background_allowed = coldstart.STARTED_COLD  # until the process's first model is asked for
 
 
 def loading_in_background(name: str) -> bool:
-    """Whether a background thread is loading this checkpoint now, for a page that can draw what needs no
-    model meanwhile (and reruns once this turns False; :func:`get_checkpoint` then takes the thread's model).
+    """Whether a background thread is loading this checkpoint now, for a page that can draw what
+    needs no model meanwhile (and reruns once this turns False; :func:`get_checkpoint` then takes
+    the thread's model).
 
-    In a process that started cold (:mod:`~transformer_viz.app.coldstart`), the call that asks for its first
-    model starts that thread: that model costs seconds of imports (torch) besides its
-    weights. Only that one: later models load quickly in the script thread, and a first model asked for
-    through :func:`get_checkpoint` (a page that needs it at once) loads there too, so that none is read twice.
+    In a process that started cold (:mod:`~transformer_viz.app.coldstart`), the call that asks for
+    its first model starts that thread: that model costs seconds of imports (torch) besides its
+    weights. Only that one: later models load quickly in the script thread, and a first model asked
+    for through :func:`get_checkpoint` (a page that needs it at once) loads there too, so that none
+    is read twice.
     """
     global _background_allowed
     with _BACKGROUND_LOCK:
         if _background_allowed and not _LOADED:
             _background_allowed = False
             # The thread imports what the model needs (torch, tokenizers) and nothing that pages use
-            # while it runs: plotly, for one, takes pandas from sys.modules without importing it, and
-            # would find it half imported (the router imports pandas before any page runs, router.py).
-            _BACKGROUND[name] = coldstart.in_background(f"load {name}", lambda: load_listed(DEFAULT_ARCH, name))
+            # while it runs: plotly, for one, takes pandas from sys.modules without importing it,
+            # and would find it half imported (the router imports pandas before any page runs,
+            # router.py).
+            _BACKGROUND[name] = coldstart.in_background(f"load {name}",
+                                                        lambda: load_listed(DEFAULT_ARCH, name))
         future = _BACKGROUND.get(name)
     return future is not None and not future.done()
 
 
 def _background_result(name: str) -> Checkpoint | None:
-    """The model a background thread loaded (waiting for it if it is still loading), or None where none did;
-    its error is raised here, once: a later call reads the checkpoint in the script thread."""
+    """The model a background thread loaded (waiting for it if it is still loading), or None where
+    none did; its error is raised here, once: a later call reads the checkpoint in the script
+    thread."""
     global _background_allowed
     with _BACKGROUND_LOCK:
         _background_allowed = False
@@ -93,8 +104,8 @@ def _background_result(name: str) -> Checkpoint | None:
 
 
 def freeze_long_lived_objects() -> None:
-    """Move every object alive now (modules, torch, plotly's validators, the model) out of the garbage
-    collector's reach, so that later full collections walk only what runs create.
+    """Move every object alive now (modules, torch, plotly's validators, the model) out of the
+    garbage collector's reach, so that later full collections walk only what runs create.
 
     Streamlit runs a full collection after every script run (runner.postScriptGC) to return the
     memory of reference cycles, such as plotly figures, promptly. With torch, plotly and the model
@@ -113,27 +124,29 @@ _LOADED: set[str] = set()  # checkpoint names whose model this process has loade
 
 
 def model_loaded(name: str) -> bool:
-    """Whether the model is (very likely) in memory already: pages skip their "while it loads" previews."""
+    """Whether the model is (very likely) in memory already: pages skip their "while it loads"
+    previews."""
     return name in _LOADED
 
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=8)
 def _family_checkpoint(arch: str, name: str) -> Checkpoint:
-    """A model of another family than the sidebar's Transformers (the RNNs, the ViT, the DETR: each page loads
-    its own), once per process, shared by every session: never mutate it."""
+    """A model of another family than the sidebar's Transformers (the RNNs, the ViT, the DETR: each
+    page loads its own), once per process, shared by every session: never mutate it."""
     return load_listed(arch, name)
 
 
 def get_model(arch: str, name: str) -> Checkpoint:
-    """A checkpoint of any model family (a key of models.registry.ARCHITECTURES) by its listed name."""
+    """A checkpoint of any model family (a key of models.registry.ARCHITECTURES) by its listed
+    name."""
     arch = architecture(arch).name
     return get_checkpoint(name) if arch == DEFAULT_ARCH else _family_checkpoint(arch, name)
 
 
 def page_model(arch: str, missing: str) -> tuple[str, Checkpoint]:
-    """The first listed checkpoint of a family, for a page that loads its own model (the ViT, the DETR), and
-    its name; where there is none, or it cannot be loaded, the page says so (``missing``: what to put
-    where) and stops."""
+    """The first listed checkpoint of a family, for a page that loads its own model (the ViT, the
+    DETR), and its name; where there is none, or it cannot be loaded, the page says so (``missing``:
+    what to put where) and stops."""
     names = checkpoint_names(arch)
     if not names:
         st.warning(f"This page needs {missing}, which was not found.")
@@ -145,34 +158,35 @@ def page_model(arch: str, missing: str) -> tuple[str, Checkpoint]:
         st.stop()
 
 
-# A translation without its trace is a few kB: many are kept, so that a page which shows no tensor of the
-# sentence (the Overview, the RNN page's first steps, a beam search) never runs a traced pass, and a page
-# that does later finds the decoding done. get_translation(a, b) is the same entry as
-# get_translation(a, b, 1) (app/shared.py).
+# A translation without its trace is a few kB: many are kept, so that a page which shows no tensor
+# of the sentence (the Overview, the RNN page's first steps, a beam search) never runs a traced
+# pass, and a page that does later finds the decoding done. get_translation(a, b) is the same entry
+# as get_translation(a, b, 1) (app/shared.py).
 @shared_resource(show_spinner="Translating…", max_entries=128, ttl=3600)
 def get_translation(name: str, sentence: str, beam_size: int = 1) -> SentenceRun:
-    """The sentence decoded (greedy, or beam search with ``beam_size`` > 1), without a trace: run once per
-    (checkpoint, sentence, decoding) and shared, read-only, by every session. Concurrent sessions call the
-    shared model at the same time: that is safe because the model is in eval mode, never mutated, and every
-    call brings its own decoding caches."""
+    """The sentence decoded (greedy, or beam search with ``beam_size`` > 1), without a trace: run
+    once per (checkpoint, sentence, decoding) and shared, read-only, by every session. Concurrent
+    sessions call the shared model at the same time: that is safe because the model is in eval mode,
+    never mutated, and every call brings its own decoding caches."""
     from transformer_viz.engine import run_sentence
 
     return run_sentence(get_checkpoint(name), sentence, beam_size=beam_size, trace=False)
 
 
 # A trace of a typical sentence (~15 tokens, small model) is a few MB, dominated by logits and probs
-# (T × V each); a 250-token input can reach ~100 MB. The bound and the expiry keep the cache's memory
-# predictable while a lecture hall still shares the runs of the example sentences. get_run(a, b) is the same
-# entry as get_run(a, b, 1, True) (app/shared.py).
+# (T × V each); a 250-token input can reach ~100 MB. The bound and the expiry keep the cache's
+# memory predictable while a lecture hall still shares the runs of the example sentences. get_run(a,
+# b) is the same entry as get_run(a, b, 1, True) (app/shared.py).
 @shared_resource(show_spinner="Running the model…", max_entries=32, ttl=3600)
 def get_run(name: str, sentence: str, beam_size: int = 1, causal: bool = True) -> SentenceRun:
-    """The greedy translation (:func:`get_translation`) with its trace, the teacher-forced pass over it
-    (``causal=False``: without the decoder's causal mask, the same translation): what
-    ``run_sentence(checkpoint, sentence, causal=causal)`` returns, run once and shared, read-only, by every
-    session (a cache_data copy would unpickle hundreds of tensors on every rerun).
+    """The greedy translation (:func:`get_translation`) with its trace, the teacher-forced pass over
+    it (``causal=False``: without the decoder's causal mask, the same translation): what
+    ``run_sentence(checkpoint, sentence, causal=causal)`` returns, run once and shared, read-only,
+    by every session (a cache_data copy would unpickle hundreds of tensors on every rerun).
 
-    A beam run (``beam_size`` > 1, with the mask) is :func:`get_translation`'s, without a trace: the pages that
-    show one (the Overview's translation, the Decoding page's tree and scores) show none of its tensors."""
+    A beam run (``beam_size`` > 1, with the mask) is :func:`get_translation`'s, without a trace: the
+    pages that show one (the Overview's translation, the Decoding page's tree and scores) show none
+    of its tensors."""
     from transformer_viz.engine import retraced
 
     if beam_size > 1 and causal:
@@ -182,8 +196,9 @@ def get_run(name: str, sentence: str, beam_size: int = 1, causal: bool = True) -
 
 @st.cache_resource(show_spinner="Decoding from the forced word…", max_entries=64, ttl=3600)
 def get_forced_run(name: str, sentence: str, forced: tuple[int, ...]) -> SentenceRun:
-    """Greedy decoding of the sentence whose translation starts with ``forced`` (token IDs), the model's own
-    choices after them ("what if it had chosen another word?"); decoding only, no trace. Shared like get_run."""
+    """Greedy decoding of the sentence whose translation starts with ``forced`` (token IDs), the
+    model's own choices after them ("what if it had chosen another word?"); decoding only, no trace.
+    Shared like get_run."""
     from transformer_viz.engine import run_sentence
 
     return run_sentence(get_checkpoint(name), sentence, trace=False, forced_prefix=list(forced))
@@ -191,9 +206,9 @@ def get_forced_run(name: str, sentence: str, forced: tuple[int, ...]) -> Sentenc
 
 @shared_resource(show_spinner="Running the recurrent model…", max_entries=32, ttl=3600)
 def get_rnn_run(name: str, sentence: str, traced: bool = False) -> SentenceRun:
-    """A recurrent model's greedy translation of the sentence, run once and shared read-only; ``traced``: with
-    its trace, the teacher-forced pass over that translation (about as long again as decoding it), taken only
-    for the page's steps that show one."""
+    """A recurrent model's greedy translation of the sentence, run once and shared read-only;
+    ``traced``: with its trace, the teacher-forced pass over that translation (about as long again
+    as decoding it), taken only for the page's steps that show one."""
     from transformer_viz.engine import retraced, run_sentence
 
     if traced:
@@ -202,7 +217,8 @@ def get_rnn_run(name: str, sentence: str, traced: bool = False) -> SentenceRun:
 
 
 def rnn_trace(name: str, sentence: str) -> Trace:
-    """The trace of the recurrent model's run of the sentence (:func:`get_rnn_run`), for a step that shows it."""
+    """The trace of the recurrent model's run of the sentence (:func:`get_rnn_run`), for a step that
+    shows it."""
     return get_rnn_run(name, sentence, traced=True).trace
 
 
@@ -216,8 +232,8 @@ def digits_split():
 
 @shared_resource(show_spinner="Running the Vision Transformer…", max_entries=64, ttl=3600)
 def get_vit_run(name: str, index: int, occluded: tuple[int, ...] = ()):
-    """(image (H, W), trace) of the held-out image ``index`` with the patches ``occluded`` (0-based) set to 0,
-    run once and shared read-only."""
+    """(image (H, W), trace) of the held-out image ``index`` with the patches ``occluded`` (0-based)
+    set to 0, run once and shared read-only."""
     import numpy as np
 
     checkpoint = get_model("vit", name)
@@ -231,8 +247,8 @@ def get_vit_run(name: str, index: int, occluded: tuple[int, ...] = ()):
 
 @st.cache_resource(show_spinner="Running the DETR…", max_entries=64, ttl=3600)
 def get_detr_run(name: str, seed: int):
-    """(canvas, trace) of canvas 0 of ``seed`` (held-out digits, canvases.make_canvas), run once and shared
-    read-only."""
+    """(canvas, trace) of canvas 0 of ``seed`` (held-out digits, canvases.make_canvas), run once and
+    shared read-only."""
     from transformer_viz.vision.canvases import make_canvas
 
     checkpoint = get_model("detr", name)
@@ -253,15 +269,17 @@ def _traced(checkpoint: Checkpoint, image):
 
 
 @st.cache_resource(show_spinner="Timing the models on this server…", max_entries=4)
-def measured_speed(names: tuple[tuple[str, str, str], ...], lengths: tuple[int, ...]) -> dict[str, list[float]]:
-    """Seconds per sentence at each length for each (label, model family, checkpoint name), measured once per
-    server process (:func:`~transformer_viz.engine.time_per_sentence`)."""
+def measured_speed(names: tuple[tuple[str, str, str], ...],
+                   lengths: tuple[int, ...]) -> dict[str, list[float]]:
+    """Seconds per sentence at each length for each (label, model family, checkpoint name), measured
+    once per server process (:func:`~transformer_viz.engine.time_per_sentence`)."""
     from transformer_viz.engine import time_per_sentence
 
     out = {}
     for label, arch, name in names:
         model = get_model(arch, name).model
-        time_per_sentence(model, lengths[-1], repeats=1)  # warm-up (first calls set up kernels), not shown
+        # warm-up (first calls set up kernels), not shown
+        time_per_sentence(model, lengths[-1], repeats=1)
         out[label] = [time_per_sentence(model, n) for n in lengths]
     return out
 
@@ -269,10 +287,21 @@ def measured_speed(names: tuple[tuple[str, str, str], ...], lengths: tuple[int, 
 @st.cache_resource(show_spinner="Completing the prompt…", max_entries=32, ttl=3600)
 def get_prompt_run(name: str, prompt: str, temperature: float, top_k: int, top_p: float, seed: int,
                    max_new_tokens: int):
-    """A decoder-only model's completion of the prompt with its trace, run once per settings and shared
-    read-only (the sampler is seeded, so the same settings give the same text for everyone)."""
+    """A decoder-only model's completion of the prompt with its trace, run once per settings and
+    shared read-only (the sampler is seeded, so the same settings give the same text for
+    everyone)."""
     from transformer_viz.engine import run_prompt
     from transformer_viz.generation.completion import SamplingSettings
 
     return run_prompt(get_model("gpt", name), prompt,
                       SamplingSettings(temperature, top_k, top_p, seed, max_new_tokens))
+
+
+@st.cache_data(show_spinner="Running the reversed sentence…", max_entries=64)
+def reversed_inputs(checkpoint: str, text: str) -> tuple[str, list[str], np.ndarray, np.ndarray]:
+    """The Positional encoding page's other word order: its text, tokens, embeddings and inputs."""
+    # Only what the comparison needs, as numpy: unpickling a whole traced run on every rerun is
+    # slow.
+    other = get_run(checkpoint, text)
+    return (other.source_text, other.src_tokens, other.trace["src.embedding"][0].numpy(),
+            other.trace["src.input"][0].numpy())

@@ -1,76 +1,51 @@
-"""The shared sidebar: the reader's choice of model (direction), sentence, layer and head, kept in the
-session and mirrored in the URL (``ckpt``, ``s``, ``layer``, ``head``), so that a link reopens it; and,
-after a change of direction, the offer to carry the translation over."""
+"""The shared sidebar: the reader's choice of model (direction), sentence, layer and head, kept in
+the session and mirrored in the URL (``ckpt``, ``s``, ``layer``, ``head``), so that a link reopens
+it; and, after a change of direction, the offer to carry the translation over."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import streamlit as st
 
 from transformer_viz.app import loaders, url
 from transformer_viz.app.about import checkpoint_info, direction_label
 from transformer_viz.app.catalogue import CHECKPOINTS_ENV, list_checkpoints
+from transformer_viz.app.context import Selection, SessionMemory
 from transformer_viz.app.examples import examples_for
 from transformer_viz.app.widgets import show_user_text
 from transformer_viz.checkpoints import CheckpointError
 from transformer_viz.models.transformer.config import ModelConfig
-from transformer_viz.text.language_stats import direction_name, language_name
+from transformer_viz.text.language_stats import language_name
 from transformer_viz.text.tokenizer import DEFAULT_MAX_CHARS, InputError
 
 MAX_INPUT_CHARS = DEFAULT_MAX_CHARS
 
 
-@dataclass
-class Selection:
-    checkpoint: str
-    sentence: str
-    layer: int
-    head: int
-    src_lang: str
-    tgt_lang: str
-
-    @property
-    def direction(self) -> str:
-        return direction_name(self.src_lang, self.tgt_lang)
-
-    @property
-    def src_name(self) -> str:
-        return language_name(self.src_lang)
-
-    @property
-    def tgt_name(self) -> str:
-        return language_name(self.tgt_lang)
-
-
-_LAST_CHECKPOINT = "_last_checkpoint"  # the direction of the previous run, to notice a change
-_CARRY = "_carry_from"  # (checkpoint, sentence) whose translation may become the new source
-
-
-def _direction_changed() -> None:
+def _direction_changed(memory: SessionMemory) -> None:
     # The reader chose another direction: offer to carry the old direction's translation over.
-    state = st.session_state
-    if state.get(_LAST_CHECKPOINT) and state.get(_LAST_CHECKPOINT) != state.get("checkpoint"):
-        state[_CARRY] = (state[_LAST_CHECKPOINT], state.get("sentence", ""))
+    last = memory.last_checkpoint
+    if last and last != st.session_state.get("checkpoint"):
+        memory.carry = (last, st.session_state.get("sentence", ""))
 
 
-def _carry_translation(translation: str) -> None:
+def _carry_translation(translation: str, memory: SessionMemory) -> None:
     st.session_state["sentence"] = translation[:MAX_INPUT_CHARS]
-    st.session_state.pop(_CARRY, None)
+    memory.carry = None
 
 
-def swap_direction(other: str) -> None:
-    """A button's callback: the text is in the other language already, so switch the model, keep the text."""
+def swap_direction(other: str, memory: SessionMemory) -> None:
+    """A button's callback: the text is in the other language already, so switch the model, keep the
+    text."""
     st.session_state["checkpoint"] = other
-    st.session_state.pop(_CARRY, None)
+    memory.carry = None
 
 
-def _carry_offer(name: str, sentence: str) -> None:
-    """After a change of direction: the previous direction's translation of the sentence, and a button that
-    makes it the new source (a round trip)."""
-    carried = st.session_state.get(_CARRY)
-    if not carried or carried[1] != sentence or carried[0] == name or carried[0] not in list_checkpoints():
-        st.session_state.pop(_CARRY, None)
+def _carry_offer(name: str, sentence: str, memory: SessionMemory) -> None:
+    """After a change of direction: the previous direction's translation of the sentence, and a
+    button that makes it the new source (a round trip)."""
+    carried = memory.carry
+    if not carried or carried[
+        1] != sentence or carried[0] == name or carried[0] not in list_checkpoints():
+        memory.carry = None
         return
     try:
         translation = loaders.get_translation(carried[0], sentence).translation
@@ -79,8 +54,9 @@ def _carry_offer(name: str, sentence: str) -> None:
     if not translation:
         return
     show_user_text(f"Its translation by the {direction_label(carried[0])} model", translation)
-    st.button("Use this translation as the sentence", key="carry_translation", on_click=_carry_translation,
-              args=(translation,), help="Translate it back: a round trip through both models.")
+    st.button("Use this translation as the sentence", key="carry_translation",
+              on_click=_carry_translation, args=(translation, memory),
+              help="Translate it back: a round trip through both models.")
 
 
 def _query_int(key: str, default: int, upper: int) -> int:
@@ -92,13 +68,14 @@ def _query_int(key: str, default: int, upper: int) -> int:
 
 
 def query_index(key: str, n: int) -> int:
-    """An index in range(n) from the URL's ``key`` (0 when absent or not a number; clamped into range)."""
+    """An index in range(n) from the URL's ``key`` (0 when absent or not a number; clamped into
+    range)."""
     return _query_int(key, 0, n)
 
 
 def _layer_and_head(cfg: ModelConfig) -> tuple[int, int]:
-    """The Layer and Head pickers side by side under the model: on a 1280×720 projector they stay on the
-    sidebar's first screen, below the list of pages."""
+    """The Layer and Head pickers side by side under the model: on a 1280×720 projector they stay on
+    the sidebar's first screen, below the list of pages."""
     state = st.session_state
     if "layer" not in state:
         state["layer"] = _query_int("layer", 0, cfg.N)
@@ -106,7 +83,8 @@ def _layer_and_head(cfg: ModelConfig) -> tuple[int, int]:
     state["layer"] = min(state["layer"], cfg.N - 1)
     state["head"] = min(state["head"], cfg.h - 1)
     layer_col, head_col = st.columns(2)
-    layer = layer_col.selectbox("Layer", list(range(cfg.N)), key="layer", help=f"N = {cfg.N} layers")
+    layer = layer_col.selectbox("Layer", list(range(cfg.N)), key="layer",
+                                help=f"N = {cfg.N} layers")
     head = head_col.selectbox("Head", list(range(cfg.h)), key="head", help=f"h = {cfg.h} heads")
     return layer, head
 
@@ -118,7 +96,8 @@ def _sentence_box(src_lang: str) -> str:
     if "sentence" not in state:
         from_url = st.query_params.get("s", examples[0])
         if len(from_url) > MAX_INPUT_CHARS:
-            st.warning(f"The sentence in the link was cut to its first {MAX_INPUT_CHARS} characters.")
+            st.warning(f"The sentence in the link was cut to its first {MAX_INPUT_CHARS} "
+                       "characters.")
         state["sentence"] = from_url[:MAX_INPUT_CHARS]
 
     def use_example() -> None:
@@ -127,7 +106,8 @@ def _sentence_box(src_lang: str) -> str:
 
     st.selectbox("Example sentences", [""] + examples, key="example", on_change=use_example,
                  format_func=lambda s: s or "— pick an example —")
-    sentence = st.text_area(f"Sentence ({language_name(src_lang)})", key="sentence", max_chars=MAX_INPUT_CHARS,
+    sentence = st.text_area(f"Sentence ({language_name(src_lang)})", key="sentence",
+                            max_chars=MAX_INPUT_CHARS,
                             height=80)
     if len(sentence) > MAX_INPUT_CHARS:  # max_chars is enforced by the browser only
         st.warning(f"The text was cut to its first {MAX_INPUT_CHARS} characters.")
@@ -135,12 +115,14 @@ def _sentence_box(src_lang: str) -> str:
     return sentence
 
 
-def sidebar() -> Selection | None:
-    """The shared sidebar: checkpoint, sentence (with examples), layer and head. Mirrored in the URL."""
+def sidebar(memory: SessionMemory) -> Selection | None:
+    """The shared sidebar: checkpoint, sentence (with examples), layer and head. Mirrored in the
+    URL.
+    ``memory``: the session's, where the previous direction and the offer to carry over are kept."""
     available = list_checkpoints()
     if not available:
-        st.error("No checkpoint found. Put checkpoint directories in `checkpoints/` or name a directory in "
-                 f"the {CHECKPOINTS_ENV} environment variable.")
+        st.error("No checkpoint found. Put checkpoint directories in `checkpoints/` or name a "
+                 f"directory in the {CHECKPOINTS_ENV} environment variable.")
         return None
     names = sorted(available)
     state = st.session_state
@@ -148,9 +130,11 @@ def sidebar() -> Selection | None:
         wanted = st.query_params.get("ckpt", names[0])
         state["checkpoint"] = wanted if wanted in names else names[0]
     with st.sidebar:
-        name = st.selectbox("Model (direction)", names, key="checkpoint", format_func=direction_label,
-                            on_change=_direction_changed,
-                            help="Trained checkpoints found in checkpoints/ (and any the operator configured).")
+        name = st.selectbox("Model (direction)", names, key="checkpoint",
+                            format_func=direction_label,
+                            on_change=_direction_changed, args=(memory,),
+                            help="Trained checkpoints found in checkpoints/ (and any the operator "
+                            "configured).")
         try:
             cfg, metadata = checkpoint_info(name)
         except CheckpointError as exc:
@@ -160,7 +144,7 @@ def sidebar() -> Selection | None:
         src_lang = metadata.get("src_lang", "de")
         tgt_lang = metadata.get("tgt_lang", "en")
         sentence = _sentence_box(src_lang)
-        _carry_offer(name, sentence)
-    state[_LAST_CHECKPOINT] = name
+        _carry_offer(name, sentence, memory)
+    memory.last_checkpoint = name
     url.write(ckpt=name, s=sentence, layer=str(layer), head=str(head))
     return Selection(name, sentence, layer, head, src_lang, tgt_lang)

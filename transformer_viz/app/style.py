@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-WIDE_WIDTHS = range(300, 1300, 50)  # px: the least widths a figure asks for (widgets.chart rounds up to one)
+# px: the least widths a figure asks for (widgets.chart rounds up to one)
+WIDE_WIDTHS = range(300, 1300, 50)
 SCROLL_CUE = ('content: "⇆ Swipe sideways: this figure is wider than the screen"; display: block; '
-              "position: sticky; left: 0; width: max-content; padding: 2px 6px; font-size: 14px; color: #333; "
+              "position: sticky; left: 0; width: max-content; padding: 2px 6px; font-size: 14px; "
+              "color: #333; "
               "background: #fff3cd; border-radius: 4px;")
 # Style-only HTML takes no room on the page (Streamlit puts it out of the flow).
 PAGE_CSS = """<style>
@@ -14,30 +16,33 @@ PAGE_CSS = """<style>
    page's flow so that it adds no gap. */
 [data-testid="stElementContainer"]:has(.chart-alt) { position: absolute; width: 1px; height: 1px;
   overflow: hidden; clip-path: inset(50%); margin: 0; padding: 0; }
-/* A projector shows 720 px: less empty space above a smaller title, so that the main figure starts on
-   the first screen. */
-[data-testid="stMainBlockContainer"] { padding-top: 3.75rem; }  /* just below the 3.75rem header bar */
+/* A projector shows 720 px: less empty space above a smaller title, so that the main figure starts
+   on the first screen. */
+/* just below the 3.75rem header bar */
+[data-testid="stMainBlockContainer"] { padding-top: 3.75rem; }
 [data-testid="stMain"] h1 { font-size: 2.1rem; padding: 0.25rem 0 0.5rem; }
 /* Eighteen pages: close links (24 px apart instead of 34, each 24 px tall, the least a touch target
    needs) keep the Layer and Head pickers below them on the sidebar's first screen at 720 px. */
 [data-testid="stSidebarNavItems"] li { margin: 0; }
-[data-testid="stSidebarNavLink"] { margin: 0; min-height: 24px; height: 24px; padding-top: 0; padding-bottom: 0; }
+[data-testid="stSidebarNavLink"] { margin: 0; min-height: 24px; height: 24px; padding-top: 0;
+  padding-bottom: 0; }
 /* The sentence bar is for narrow screens (a phone), where the sidebar is folded away. */
 @media (min-width: 768px) { .st-key-sentence_bar { display: none; } }
-/* A figure of several panels side by side, or a block diagram, keeps the width it needs (widgets.chart)
-   and scrolls sideways on a narrower screen, instead of drawing its parts over each other. */
+/* A figure of several panels side by side, or a block diagram, keeps the width it needs
+   (widgets.chart) and scrolls sideways on a narrower screen, instead of drawing its parts over each
+   other. */
 [class*="st-key-wide"] { overflow-x: auto; overflow-y: hidden; }
-/* On a phone the typed sentence keeps its box to itself: the hint "Press Enter to submit form" was drawn
-   over it (the button beside the box says what to do), and plotly's toolbar, shown after a tap, sits above
-   the chart instead of over its title. */
+/* On a phone the typed sentence keeps its box to itself: the hint "Press Enter to submit form" was
+   drawn over it (the button beside the box says what to do), and plotly's toolbar, shown after a
+   tap, sits above the chart instead of over its title. */
 @media (max-width: 640px) {
   [data-testid="InputInstructions"] { display: none; }
   .js-plotly-plot .modebar-container { top: auto !important; bottom: 100%; }
 }
 """ + "\n".join(f'[class*="st-key-wide{w}-"] > * {{ min-width: {w}px; }}'
                 for w in WIDE_WIDTHS) + "\n" + "\n".join(
-    # Where the screen is narrower than the figure (its column's padding included), a line under it says
-    # that it scrolls sideways; it stays at the left edge while the figure scrolls.
+    # Where the screen is narrower than the figure (its column's padding included), a line under it
+    # says that it scrolls sideways; it stays at the left edge while the figure scrolls.
     f'@media (max-width: {w + 40}px) {{ [class*="st-key-wide{w}-"]::after {{ {SCROLL_CUE} }} }}'
     for w in WIDE_WIDTHS) + """
 </style>"""

@@ -1,6 +1,6 @@
-"""How pages show things: a figure with its CSV download, figures built once per input and shared, the
-data layouts of those downloads, user text shown safely as text, choices that went stale, and a metric's
-change."""
+"""How pages show things: a figure with its CSV download, figures built once per input and shared,
+the data layouts of those downloads, user text shown safely as text, choices that went stale, and a
+metric's change."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import streamlit as st
 # their own tables use them from here.
 from transformer_viz.views.tables import long_form, row_names, token_frame  # noqa: F401
 
-# The figure's own template (plots.common) gives its look, not Streamlit's theme; the toolbar shows on
-# hover (on a touch screen: after a tap), so it does not sit over a chart's title.
+# The figure's own template (plots.common) gives its look, not Streamlit's theme; the toolbar shows
+# on hover (on a touch screen: after a tap), so it does not sit over a chart's title.
 CHART_CONFIG = {"displaylogo": False, "displayModeBar": "hover", "scrollZoom": False}
 
 
@@ -28,18 +28,21 @@ def chart(fig, data, name: str, caption: str | None = None) -> None:
     fig = browser_figure(fig)  # at once for a cached figure, which already is one
     kept = isinstance(fig, BrowserFigure)
     needed = fig.min_width if kept else min_width(fig)
-    # The keyed container carries the figure's minimum width into the page's style (style.PAGE_CSS), rounded
-    # up to 50 px.
-    with st.container(key=f"wide{min(1250, -(-needed // 50) * 50)}-{name}") if needed else st.container():
+    # The keyed container carries the figure's minimum width into the page's style (style.PAGE_CSS),
+    # rounded up to 50 px.
+    with st.container(
+        key=f"wide{min(1250, -(-needed // 50) * 50)}-{name}") if needed else st.container():
         st.plotly_chart(fig, width="stretch", key=f"chart-{name}", theme=None,
-                        config=CHART_CONFIG | {"toImageButtonOptions": {"filename": name, "scale": 2}})
+                        config=CHART_CONFIG | {"toImageButtonOptions": {"filename": name,
+                                                                        "scale": 2}})
     # What the chart shows, in one sentence with its key number, for a screen reader (style.PAGE_CSS
     # takes it out of the page's flow: no space on the screen).
     alt = fig.alt if kept else describe(fig)
     st.html(f'<p class="chart-alt" role="note">{html.escape(alt)}</p>')
     frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
     # A callable: the CSV is built only when someone downloads it, not on every rerun.
-    st.download_button("Download the data (CSV)", lambda: frame.to_csv().encode("utf-8"), file_name=f"{name}.csv",
+    st.download_button("Download the data (CSV)", lambda: frame.to_csv().encode("utf-8"),
+                       file_name=f"{name}.csv",
                        mime="text/csv", key=f"csv-{name}")
     if caption:
         st.caption(caption)
@@ -52,15 +55,17 @@ def view_chart(spec, name: str, caption: str | None = None) -> None:
 
 
 def cached_figure(factory, *args, **kwargs):
-    """``factory(*args, **kwargs)``, built once per input and shared by every session: plotly figures are
-    slow to build, and no page changes one once built (``st.plotly_chart`` only reads it)."""
+    """``factory(*args, **kwargs)``, built once per input and shared by every session: plotly
+    figures are slow to build, and no page changes one once built (``st.plotly_chart`` only reads
+    it)."""
     return _cached_figure(factory, f"{factory.__module__}.{factory.__qualname__}", *args, **kwargs)
 
 
 @st.cache_resource(max_entries=256, ttl=3600, show_spinner=False)
 def _cached_figure(_factory, factory_name: str, *args, **kwargs):
-    # Streamlit cannot hash a function: the "_" keeps it out of the cache key, and its name stands in. Kept
-    # as the browser gets it (plots.payload), so that this is done once per figure, not once per rerun.
+    # Streamlit cannot hash a function: the "_" keeps it out of the cache key, and its name stands
+    # in. Kept as the browser gets it (plots.payload), so that this is done once per figure, not
+    # once per rerun.
     from transformer_viz.plots.payload import browser_figure
 
     return browser_figure(_factory(*args, **kwargs))
@@ -96,8 +101,8 @@ def reset_stale_index(key: str, n: int) -> None:
 
 
 def score_change(new: float, old: float, digits: int = 4) -> tuple[str, str]:
-    """(delta text, colour) for a metric comparing two log-probabilities shown with ``digits`` decimals:
-    equal as shown -> a neutral 'same', never a red '-0.0000'."""
+    """(delta text, colour) for a metric comparing two log-probabilities shown with ``digits``
+    decimals: equal as shown -> a neutral 'same', never a red '-0.0000'."""
     difference = round(new - old, digits)
     if difference == 0:
         return "same", "off"

@@ -1,6 +1,7 @@
-"""Beyond text: a Detection Transformer — a canvas of handwritten digits (its seed in the URL), each object query's
-box and class, where each query looks (decoder cross-attention over the feature map), where a feature-map cell
-looks (encoder self-attention), and how training pairs queries with objects (Hungarian matching)."""
+"""Beyond text: a Detection Transformer — a canvas of handwritten digits (its seed in the URL), each
+object query's box and class, where each query looks (decoder cross-attention over the feature map),
+where a feature-map cell looks (encoder self-attention), and how training pairs queries with objects
+(Hungarian matching)."""
 
 import random
 
@@ -11,25 +12,30 @@ import torch
 from transformer_viz.app import frame, loaders, sidebar, steps, url, widgets
 from transformer_viz.models.detr.boxes import hungarian_match, matching_cost, set_loss
 from transformer_viz.models.detr.config import CLASSES
-from transformer_viz.plots.detr import (attention_on_canvas_figure, cost_matrix_figure, detections_figure,
+from transformer_viz.plots.detr import (attention_on_canvas_figure, cost_matrix_figure,
+                                        detections_figure,
                                         query_classes_figure, query_colour)
 from transformer_viz.vision.canvases import detections
 
 MAX_SEED = 1_000_000
 
+ctx = frame.page_context(__file__)
 frame.page_header(
-    "Attention can also **find things**. DETR turns an image into a grid of feature vectors with a small CNN, "
-    "one encoder token per cell. Its decoder starts from a fixed set of learned **object queries**; through "
-    "cross-attention each asks the image for one object: a class (or ∅, nothing) and a box. In training the "
-    "Hungarian algorithm pairs each true object with one query. Here: a small DETR trained on this server's "
-    "CPU, on canvases of scikit-learn's digits; the digits drawn here are held-out images it never saw.",
+    ctx,
+    "Attention can also **find things**. DETR turns an image into a grid of feature vectors with a "
+    "small CNN, one encoder token per cell. Its decoder starts from a fixed set of learned "
+    "**object queries**; through cross-attention each asks the image for one object: a class (or "
+    "∅, nothing) and a box. In training the Hungarian algorithm pairs each true object with one "
+    "query. Here: a small DETR trained on this server's CPU, on canvases of scikit-learn's digits; "
+    "the digits drawn here are held-out images it never saw.",
     r"\begin{gathered}\text{tokens} = \mathrm{CNN}(x) + E_{pos},\quad "
     r"y = \mathrm{Decoder}\big(Q_{obj},\ \mathrm{Encoder}(\text{tokens})\big),\\ "
     r"\hat p_i = \mathrm{softmax}(W_c\, y_i)\ \ (\text{10 digits} + \varnothing),\quad "
     r"\hat b_i = \sigma\big(\mathrm{MLP}(y_i)\big) = (c_x, c_y, w, h)\end{gathered}",
     run=False)
 name, checkpoint = loaders.page_model("detr", "the DETR checkpoint `checkpoints/detr-digits` "
-                                      "(`python -m transformer_viz train-detr --run-dir RUN --out checkpoints/detr-digits`)")
+                                      "(`python -m transformer_viz train-detr --run-dir RUN --out "
+                                      "checkpoints/detr-digits`)")
 cfg = checkpoint.config
 
 
@@ -38,10 +44,12 @@ def new_canvas() -> None:
 
 
 def seed_picker() -> int:
-    """The canvas's seed, kept in the URL as seed= (1 … MAX_SEED; seed 0 made the training canvases)."""
+    """The canvas's seed, kept in the URL as seed= (1 … MAX_SEED; seed 0 made the training
+    canvases)."""
     state = st.session_state
     if "detr_seed" not in state:  # the session's first run: the link's seed
-        state["detr_seed"] = max(1, sidebar.query_index("seed", MAX_SEED + 1)) if "seed" in st.query_params else 7
+        state["detr_seed"] = max(1, sidebar.query_index("seed", MAX_SEED
+                                                        + 1)) if "seed" in st.query_params else 7
     seed_col, button_col = st.columns([2, 1], vertical_alignment="bottom")
     seed = seed_col.number_input(f"Canvas seed (1–{MAX_SEED:,})", 1, MAX_SEED, key="detr_seed")
     button_col.button("New random canvas", on_click=new_canvas, key="detr_new", width="stretch")
@@ -54,73 +62,98 @@ canvas, trace = loaders.get_detr_run(name, seed)
 logits, boxes = trace["detr.class_logits"][0], trace["detr.boxes"][0]  # (M, C+1), (M, 4)
 found = detections(logits, boxes)
 test = checkpoint.metadata.get("test", {})
-st.markdown(f"Canvas {seed} holds {len(canvas.labels)} digit{'s' if len(canvas.labels) > 1 else ''}: "
+st.markdown(f"Canvas {seed} holds {len(canvas.labels)} "
+            f"digit{'s' if len(canvas.labels) > 1 else ''}: "
             f"**{', '.join(str(d) for d in canvas.labels)}**. The model finds "
-            f"**{', '.join(CLASSES[d.label] for d in found) or 'nothing'}** with {len(found)} of its {cfg.n_queries} "
-            f"queries." + (f" On {test.get('canvases', 0):,} new canvases: precision **{100 * test['precision']:.1f} %**, "
-                           f"recall **{100 * test['recall']:.1f} %** (IoU ≥ 0.5, right class)." if test else ""))
-detect_tab, cross_tab, self_tab, match_tab = steps.tabs([
-    "1 · Queries → objects", "2 · Where a query looks", "3 · Where a feature cell looks", "4 · Training: matching"],
+            f"**{', '.join(CLASSES[d.label] for d in found) or 'nothing'}** with {len(found)} of "
+            f"its {cfg.n_queries} "
+            f"queries." + (f" On {test.get('canvases', 0):,} new canvases: precision "
+                           f"**{100 * test['precision']:.1f} %**, recall "
+                           f"**{100 * test['recall']:.1f} %** (IoU ≥ 0.5, right "
+                           "class)." if test else ""))
+detect_tab, cross_tab, self_tab, match_tab = steps.tabs(ctx, [
+    "1 · Queries → objects", "2 · Where a query looks", "3 · Where a feature cell looks",
+    "4 · Training: matching"],
     key="detr_step")
 query_names = [f"query {q}" for q in range(cfg.n_queries)]
 
 
 def pick_head(column, key: str, weights: np.ndarray) -> tuple[np.ndarray, str]:
-    """A Head picker (a head, or the mean of the heads) -> that head's weights (h, …) -> (…) and its name."""
+    """A Head picker (a head, or the mean of the heads) -> that head's weights (h, …) -> (…) and its
+    name."""
     choice = column.selectbox("Head", ["mean"] + list(range(cfg.h)), key=key)
-    return (weights.mean(0), "mean of the heads") if choice == "mean" else (weights[int(choice)], f"head {choice}")
+    if choice == "mean":
+        return weights.mean(0), "mean of the heads"
+    return weights[int(choice)], f"head {choice}"
 
 
 if detect_tab.open:
     with detect_tab:
         texts = [f"q{d.query}: {CLASSES[d.label]} {d.score:.2f}" for d in found]
-        fig = widgets.cached_figure(detections_figure, canvas.image, [d.box for d in found], [d.query for d in found],
+        fig = widgets.cached_figure(detections_figure, canvas.image, [d.box for d in found],
+                                    [d.query for d in found],
                                     texts, title="What the queries found")
-        widgets.chart(fig, {"query": [d.query for d in found], "class": [CLASSES[d.label] for d in found],
-                            "P": [d.score for d in found], "box (cx, cy, w, h)": [d.box.round(3) for d in found]},
-                      "detr-detections", caption="Each box is one query's answer, in its colour, with the class and its "
-                                                 "probability; the queries that say ∅ draw nothing.")
+        widgets.chart(fig, {"query": [d.query for d in found],
+                            "class": [CLASSES[d.label] for d in found],
+                            "P": [d.score for d in found],
+                            "box (cx, cy, w, h)": [d.box.round(3) for d in found]},
+                      "detr-detections", caption="Each box is one query's answer, in its colour, "
+                                                 "with the class and its probability; the queries "
+                                                 "that say ∅ draw nothing.")
         probs = trace["detr.class_probs"][0].numpy()  # (M, C+1)
         fig = widgets.cached_figure(query_classes_figure, probs, list(CLASSES),
-                                    title=f"P(class) of all {cfg.n_queries} queries (detr.class_probs)")
+                                    title=f"P(class) of all {cfg.n_queries} queries "
+                                    "(detr.class_probs)")
         widgets.chart(fig, widgets.token_frame(probs.T, list(CLASSES), query_names), "detr-classes",
-                      caption="Every query answers every time; most say ∅. The queries split the canvas by place: over "
-                              "300 canvases, the shipped model's query 7 found the digits at the top left, 2 at the "
-                              "top right, 4 at the bottom left, 0 at the bottom right.")
+                      caption="Every query answers every time; most say ∅. The queries split the "
+                              "canvas by place: over 300 canvases, the shipped model's query 7 "
+                              "found the digits at the top left, 2 at the top right, 4 at the "
+                              "bottom left, 0 at the bottom right.")
 
 if cross_tab.open:
     with cross_tab:
         query_col, layer_col, head_col = st.columns(3)
         default = found[0].query if found else 0
-        query = query_col.selectbox("Query", list(range(cfg.n_queries)), index=default, key="detr_query")
+        query = query_col.selectbox("Query", list(range(cfg.n_queries)), index=default,
+                                    key="detr_query")
         layer = layer_col.selectbox("Decoder layer", list(range(cfg.n_decoder_layers)),
                                     index=cfg.n_decoder_layers - 1, key="detr_dec_layer")
-        weights, which = pick_head(head_col, "detr_dec_head", trace[f"decoder.{layer}.cross_attn.weights"][0].numpy())
+        weights, which = pick_head(head_col, "detr_dec_head",
+                                   trace[f"decoder.{layer}.cross_attn.weights"][0].numpy())
         weights = weights[query]  # (S,)
         answer = CLASSES[int(logits[query].argmax())]
-        fig = widgets.cached_figure(attention_on_canvas_figure, canvas.image, weights, [boxes[query].numpy()],
-                                    [query_colour(query)], title=f"Query {query} (says {answer}): cross-attention, "
-                                    f"layer {layer}, {which}")
+        fig = widgets.cached_figure(attention_on_canvas_figure, canvas.image, weights,
+                                    [boxes[query].numpy()],
+                                    [query_colour(query)], title=f"Query {query} (says {answer}): "
+                                    f"cross-attention, layer {layer}, {which}")
         widgets.chart(fig, {"cell": list(range(cfg.n_tokens)), "weight": weights}, "detr-cross",
-                      caption=f"Row {query} of decoder.{layer}.cross_attn.weights: how much of each of the "
-                              f"{cfg.grid}×{cfg.grid} feature-map cells this query reads, spread over the cell's "
-                              f"{4 * 4} pixels; its predicted box in its colour. Compare the queries: each reads its own "
-                              f"part of the canvas.")
+                      caption=f"Row {query} of decoder.{layer}.cross_attn.weights: how much of "
+                              f"each of the {cfg.grid}×{cfg.grid} feature-map cells this query "
+                              f"reads, spread over the cell's {4 * 4} pixels; its predicted box in "
+                              "its colour. Compare the queries: each reads its own part of the "
+                              "canvas.")
 
 if self_tab.open:
     with self_tab:
         row_col, col_col, layer_col, head_col = st.columns(4)
-        row = row_col.selectbox("Cell row", list(range(cfg.grid)), index=cfg.grid // 2, key="detr_row")
-        col = col_col.selectbox("Cell column", list(range(cfg.grid)), index=cfg.grid // 2, key="detr_col")
-        layer = layer_col.selectbox("Encoder layer", list(range(cfg.n_encoder_layers)), key="detr_enc_layer")
+        row = row_col.selectbox("Cell row", list(range(cfg.grid)), index=cfg.grid // 2,
+                                key="detr_row")
+        col = col_col.selectbox("Cell column", list(range(cfg.grid)), index=cfg.grid // 2,
+                                key="detr_col")
+        layer = layer_col.selectbox("Encoder layer", list(range(cfg.n_encoder_layers)),
+                                    key="detr_enc_layer")
         cell = row * cfg.grid + col
-        weights, which = pick_head(head_col, "detr_enc_head", trace[f"encoder.{layer}.self_attn.weights"][0].numpy())
+        weights, which = pick_head(head_col, "detr_enc_head",
+                                   trace[f"encoder.{layer}.self_attn.weights"][0].numpy())
         weights = weights[cell]  # (S,)
-        fig = widgets.cached_figure(attention_on_canvas_figure, canvas.image, weights, marker=(row, col),
-                                    title=f"Cell ({row}, {col}) attends to…: encoder layer {layer}, {which}")
+        fig = widgets.cached_figure(attention_on_canvas_figure, canvas.image, weights,
+                                    marker=(row, col),
+                                    title=f"Cell ({row}, {col}) attends to…: encoder layer "
+                                    f"{layer}, {which}")
         widgets.chart(fig, {"cell": list(range(cfg.n_tokens)), "weight": weights}, "detr-self",
-                      caption=f"Row {cell} of encoder.{layer}.self_attn.weights: the blue square is the cell that "
-                              f"asks; orange, the cells it reads. Each cell covers 4×4 pixels of the canvas.")
+                      caption=f"Row {cell} of encoder.{layer}.self_attn.weights: the blue square "
+                              "is the cell that asks; orange, the cells it reads. Each cell covers "
+                              "4×4 pixels of the canvas.")
 
 if match_tab.open:
     with match_tab:
@@ -132,17 +165,22 @@ if match_tab.open:
         left, right = st.columns(2)
         with left:
             texts = [f"q{q} → {object_names[j]}" for q, j in zip(queries, objects)]
-            fig = widgets.cached_figure(detections_figure, canvas.image, boxes[queries].numpy(), queries.tolist(),
-                                        texts, canvas.boxes, title="Hungarian matching: query → true object")
+            fig = widgets.cached_figure(detections_figure, canvas.image, boxes[queries].numpy(),
+                                        queries.tolist(),
+                                        texts, canvas.boxes,
+                                        title="Hungarian matching: query → true object")
             widgets.chart(fig, {"query": queries, "object": [object_names[j] for j in objects],
                                 "cost": cost[queries, objects]}, "detr-matching",
-                          caption="Dotted green: the true boxes. Each true object is paired with the one query "
-                                  "that makes the total cost least; in training, only those queries learn a box, "
-                                  "and all the others learn to say ∅.")
+                          caption="Dotted green: the true boxes. Each true object is paired with "
+                                  "the one query that makes the total cost least; in training, "
+                                  "only those queries learn a box, and all the others learn to say "
+                                  "∅.")
         with right:
-            fig = widgets.cached_figure(cost_matrix_figure, cost, list(zip(queries.tolist(), objects.tolist())),
-                                        object_names, title="Cost −P(class) + 5·L1 − 2·GIoU; red: the pairing")
+            fig = widgets.cached_figure(cost_matrix_figure, cost,
+                                        list(zip(queries.tolist(), objects.tolist())),
+                                        object_names,
+                                        title="Cost −P(class) + 5·L1 − 2·GIoU; red: the pairing")
             widgets.chart(fig, widgets.token_frame(cost, query_names, object_names), "detr-cost")
-        st.markdown(f"The set loss of this canvas: cross-entropy **{float(loss['class']):.3f}** (∅ weighted 0.1) + "
-                    f"5 × L1 **{float(loss['l1']):.3f}** + 2 × (1 − GIoU) **{float(loss['giou']):.3f}** = "
-                    f"**{float(loss['loss']):.3f}**.")
+        st.markdown(f"The set loss of this canvas: cross-entropy **{float(loss['class']):.3f}** (∅ "
+                    f"weighted 0.1) + 5 × L1 **{float(loss['l1']):.3f}** + 2 × (1 − GIoU) "
+                    f"**{float(loss['giou']):.3f}** = **{float(loss['loss']):.3f}**.")

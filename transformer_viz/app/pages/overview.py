@@ -1,4 +1,5 @@
-"""Overview & translation: what the model made of the sentence, and the architecture with its shapes."""
+"""Overview & translation: what the model made of the sentence, and the architecture with its
+shapes."""
 
 import streamlit as st
 
@@ -9,7 +10,8 @@ from transformer_viz.text.tokenizer import clean_text
 
 
 def model_card(name: str) -> None:
-    """The checkpoint's model card, folded, under the heading that the link by the training data points to."""
+    """The checkpoint's model card, folded, under the heading that the link by the training data
+    points to."""
     card = about.model_card_text(name)
     if card:
         st.subheader("Model card", anchor="model-card")
@@ -17,14 +19,18 @@ def model_card(name: str) -> None:
             st.markdown(card)
 
 
+ctx = frame.page_context(__file__)
 sel, _ = frame.page_header(
-    "An encoder reads the whole source sentence at once; a decoder writes the translation one token at a "
-    "time, attending to its own earlier output (masked self-attention) and to the encoder's output "
-    "(cross-attention). Every page of this app looks inside one step of that computation.", run=False)
-# Slots filled once the model has run. Until the model is in memory the architecture is drawn at once from
-# the config alone, S and T as symbols: the reader has something to look at, and the browser fetches its
-# chart code meanwhile. On a fresh server, whose first model loads in a background thread, this run ends
-# there, the translation's place saying so; the fragment in it reruns the page once the model is loaded.
+    ctx,
+    "An encoder reads the whole source sentence at once; a decoder writes the translation one "
+    "token at a time, attending to its own earlier output (masked self-attention) and to the "
+    "encoder's output (cross-attention). Every page of this app looks inside one step of that "
+    "computation.", run=False)
+# Slots filled once the model has run. Until the model is in memory the architecture is drawn at
+# once from the config alone, S and T as symbols: the reader has something to look at, and the
+# browser fetches its chart code meanwhile. On a fresh server, whose first model loads in a
+# background thread, this run ends there, the translation's place saying so; the fragment in it
+# reruns the page once the model is loaded.
 source_col, translation_col = st.columns(2)
 formula_slot, figure_slot = st.empty(), st.empty()
 cfg, metadata = about.checkpoint_info(sel.checkpoint)
@@ -32,10 +38,14 @@ st.markdown(about.training_data_line(metadata) + " [Model card](#model-card)")
 decoding = about.generation_defaults(sel.checkpoint)
 translation_label = f"Translation ({sel.tgt_name}, {decoding.describe()}: this model's default)"
 if not loaders.model_loaded(sel.checkpoint):
-    figure_slot.plotly_chart(widgets.cached_figure(architecture_browser_figure, N=cfg.N, d_model=cfg.d_model, h=cfg.h,
-                                                   d_ff=cfg.d_ff, vocab_size=cfg.vocab_size, S="S", T="T"),
-                             width="stretch", key="architecture-symbolic", theme=None, config=widgets.CHART_CONFIG)
-    if loaders.loading_in_background(sel.checkpoint):  # a fresh server: this run ends without the model
+    figure_slot.plotly_chart(widgets.cached_figure(architecture_browser_figure, N=cfg.N,
+                                                   d_model=cfg.d_model, h=cfg.h,
+                                                   d_ff=cfg.d_ff, vocab_size=cfg.vocab_size, S="S",
+                                                   T="T"),
+                             width="stretch", key="architecture-symbolic", theme=None,
+                             config=widgets.CHART_CONFIG)
+    # a fresh server: this run ends without the model
+    if loaders.loading_in_background(sel.checkpoint):
         with source_col:
             widgets.show_user_text(f"Source ({sel.src_name})", clean_text(sel.sentence).text)
         with translation_col:
@@ -43,28 +53,34 @@ if not loaders.model_loaded(sel.checkpoint):
             frame.rerun_when_loaded(sel.checkpoint)
         model_card(sel.checkpoint)
         st.stop()
-run = frame.current_run(sel, trace=False)  # S and T and the translations: no tensor of the run is shown
-if run is None:  # the input was refused (the message is shown): no figure, whether the model was loaded or not
+# S and T and the translations: no tensor of the run is shown
+run = frame.current_run(ctx, trace=False)
+# the input was refused (the message is shown): no figure, whether the model was loaded or not
+if run is None:
     figure_slot.empty()
     st.stop()
 
-best = loaders.get_translation(sel.checkpoint, sel.sentence, decoding.num_beams) if decoding.num_beams > 1 else run
+best = loaders.get_translation(sel.checkpoint, sel.sentence,
+                               decoding.num_beams) if decoding.num_beams > 1 else run
 with source_col:
     widgets.show_user_text(f"Source ({sel.src_name})", run.source_text)
 with translation_col:
     widgets.show_user_text(translation_label, best.translation or "(empty)")
     if best is not run and best.translation != run.translation:
-        widgets.show_user_text("The step-by-step pages follow greedy decoding, which gives", run.translation)
+        widgets.show_user_text("The step-by-step pages follow greedy decoding, which gives",
+                               run.translation)
 note = examples.reference_note(sel.src_lang, sel.sentence, best.translation)
 if note:
     st.info(note)
 S, T = len(run.src_ids), len(run.tgt_ids)
-formula_slot.latex(r"\text{Transformer}: (B, S) = (1, %d)\ \text{source IDs} \;\to\; (B, T, V) = (1, %d, %d)\ "
-                   r"\text{logits}" % (S, T, cfg.vocab_size))
-fig = widgets.cached_figure(architecture_browser_figure, N=cfg.N, d_model=cfg.d_model, h=cfg.h, d_ff=cfg.d_ff,
+formula_slot.latex(r"\text{Transformer}: (B, S) = (1, %d)\ \text{source IDs} \;\to\; (B, T, V) = "
+                   r"(1, %d, %d)\ \text{logits}" % (S, T, cfg.vocab_size))
+fig = widgets.cached_figure(architecture_browser_figure, N=cfg.N, d_model=cfg.d_model, h=cfg.h,
+                            d_ff=cfg.d_ff,
                             vocab_size=cfg.vocab_size, S=S, T=T)
 with figure_slot.container():
     widgets.chart(fig, {"component": ["source", "target", "d_model", "h", "d_k", "d_ff", "N", "V"],
-                        "value": [S, T, cfg.d_model, cfg.h, cfg.d_k, cfg.d_ff, cfg.N, cfg.vocab_size]}, "architecture",
+                        "value": [S, T, cfg.d_model, cfg.h, cfg.d_k, cfg.d_ff, cfg.N,
+                                  cfg.vocab_size]}, "architecture",
                   caption=DIAGRAM_CAPTION)
 model_card(sel.checkpoint)

@@ -14,7 +14,9 @@ from transformer_viz.plots.common import safe_label, token_labels, token_text
 from transformer_viz.plots.patching import (contrast_figure, decoder_patch_figure,
                                             encoder_patch_figure, head_patch_figure)
 
+ctx = frame.page_context(__file__)
 sel, _ = frame.page_header(
+    ctx,
     "Two sentences one word apart translate differently: which layers, positions and heads carry "
     "the difference? Both run teacher-forced on the **clean** translation; at position t the clean "
     "run prefers X, the **corrupted** run Y. Copy ONE clean activation (an encoder cell, a decoder "

@@ -8,7 +8,9 @@ import streamlit as st
 from transformer_viz.app import frame, practice_view, widgets
 from transformer_viz.views import practice as P
 
+ctx = frame.page_context(__file__)
 sel, run = frame.page_header(
+    ctx,
     f"{practice_view.N} questions about **your own sentence**, in the lecture's order, answered "
     "from the numbers of the model that translates it: change the sentence in the sidebar and "
     "every answer changes with it. Each answer is checked at once; three hints wait if you are "

@@ -1,4 +1,5 @@
-"""Tokens & embeddings: text -> subword tokens -> IDs -> rows of the embedding matrix, scaled by √d_model."""
+"""Tokens & embeddings: text -> subword tokens -> IDs -> rows of the embedding matrix, scaled by
+√d_model."""
 
 import math
 
@@ -13,7 +14,8 @@ from transformer_viz.plots.common import WORD_START, token_text
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def nearest(checkpoint: str, ids: tuple[int, ...], k: int) -> tuple[np.ndarray, np.ndarray, list[list[str]]]:
+def nearest(checkpoint: str, ids: tuple[int, ...], k: int) -> tuple[np.ndarray, np.ndarray,
+                                                                    list[list[str]]]:
     # One pass over the whole vocabulary per (sentence, k), not per rerun.
     ckpt = loaders.get_checkpoint(checkpoint)
     weight = ckpt.model.src_embed.weight.detach().cpu().numpy()  # (V, d_model)
@@ -22,10 +24,13 @@ def nearest(checkpoint: str, ids: tuple[int, ...], k: int) -> tuple[np.ndarray, 
     return top, sims, names
 
 
+ctx = frame.page_context(__file__)
 sel, run = frame.page_header(
-    "The model never sees letters. A subword tokenizer (BPE) cuts the sentence into pieces from a fixed "
-    "vocabulary, each piece has an ID, and the ID picks one row of the embedding matrix E. That row, scaled "
-    "by √d_model, is the token's vector; the positional encoding is added next (see *Positional encoding*).")
+    ctx,
+    "The model never sees letters. A subword tokenizer (BPE) cuts the sentence into pieces from a "
+    "fixed vocabulary, each piece has an ID, and the ID picks one row of the embedding matrix E. "
+    "That row, scaled by √d_model, is the token's vector; the positional encoding is added next "
+    "(see *Positional encoding*).")
 
 ckpt = loaders.get_checkpoint(sel.checkpoint)
 cfg = run.config
@@ -36,7 +41,7 @@ embedding = run.trace["src.embedding"][0].numpy()  # (S, d_model), already × �
 st.latex(r"x = E[\text{id}] \cdot \sqrt{d_{model}},\qquad E \in \mathbb{R}^{V \times d_{model}} = "
          r"\mathbb{R}^{%d \times %d},\quad S = %d\ \text{tokens}" % (V, d_model, S))
 
-ids_tab, padding_tab, embedding_tab, scaling_tab, similarity_tab, neighbours_tab = steps.tabs([
+ids_tab, padding_tab, embedding_tab, scaling_tab, similarity_tab, neighbours_tab = steps.tabs(ctx, [
     "1 · Tokens and IDs",
     "2 · Padding",
     "3 · Embedding rows",
@@ -48,31 +53,36 @@ ids_tab, padding_tab, embedding_tab, scaling_tab, similarity_tab, neighbours_tab
 if ids_tab.open:
     with ids_tab:
         widgets.show_user_text(f"Source ({sel.src_name})", run.source_text)
-        st.markdown(f"`{WORD_START}` marks the start of a word (the tokenizer stores it as ▁, U+2581, which many "
-                    "fonts draw like an underscore); `</s>` ends the source so the encoder knows where it stops.")
-        st.dataframe(pd.DataFrame({"position": range(S), "token": [token_text(t) for t in tokens], "ID": ids}),
+        st.markdown(f"`{WORD_START}` marks the start of a word (the tokenizer stores it as ▁, "
+                    "U+2581, which many fonts draw like an underscore); `</s>` ends the source so "
+                    "the encoder knows where it stops.")
+        st.dataframe(pd.DataFrame({"position": range(S), "token": [token_text(t) for t in tokens],
+                                   "ID": ids}),
                      hide_index=True)
 
 if padding_tab.open:
     with padding_tab:
         st.markdown(
-            "Sentences in a batch have different lengths, but a tensor needs one. Shorter ones are filled with "
-            "`<pad>` (ID %d), and a padding mask records which positions are real so that attention ignores the rest."
+            "Sentences in a batch have different lengths, but a tensor needs one. Shorter ones are "
+            "filled with `<pad>` (ID %d), and a padding mask records which positions are real so "
+            "that attention ignores the rest."
             % cfg.pad_id
         )
         if st.toggle("Pad this sentence", value=True):
             length = int(st.number_input("Padded length", min_value=S, max_value=cfg.max_len,
                                          value=min(S + 4, cfg.max_len), step=1))
             padded, mask = plots.pad_ids(ids, length, cfg.pad_id)
-            st.latex(r"\text{mask}_j = [\,\text{id}_j \neq %d\,]:\ %d\ \text{real} + %d\ \text{padding} = %d"
+            st.latex(r"\text{mask}_j = [\,\text{id}_j \neq %d\,]:\ %d\ \text{real} + %d\ "
+                     r"\text{padding} = %d"
                      % (cfg.pad_id, S, length - S, length))
             fig = widgets.cached_figure(plots.padding_figure, tokens, padded, mask)
             widgets.chart(fig, pd.DataFrame({"ID": padded, "mask": mask}), "tokens-padding")
 
 if embedding_tab.open:
     with embedding_tab:
-        st.markdown(f"Each row is one token's vector: its ID selects row E[id] of the {V} × {d_model} matrix "
-                    "(tied: the same matrix embeds the target and projects to the output vocabulary).")
+        st.markdown(f"Each row is one token's vector: its ID selects row E[id] of the {V} × "
+                    f"{d_model} matrix (tied: the same matrix embeds the target and projects to "
+                    "the output vocabulary).")
         widgets.view_chart(views.embeddings(run, "rows"), "tokens-embedding")
 
 if scaling_tab.open:
@@ -85,8 +95,9 @@ if scaling_tab.open:
                  r"\lVert E[%d] \rVert = %.4f \;\to\; %.4f"
                  % (ids[position], ids[position], d_model, ids[position], root, ids[position],
                     np.linalg.norm(raw), np.linalg.norm(scaled)))
-        st.markdown("Without the factor, the embedding rows (initialised with norm ≈ 1) would be small next to the "
-                    f"positional encoding, whose every row has norm √(d_model/2) = {math.sqrt(d_model / 2):.4g}.")
+        st.markdown("Without the factor, the embedding rows (initialised with norm ≈ 1) would be "
+                    "small next to the positional encoding, whose every row has norm √(d_model/2) "
+                    f"= {math.sqrt(d_model / 2):.4g}.")
         fig = widgets.cached_figure(plots.scaling_figure, raw, scaled, tokens[position], d_model)
         widgets.chart(fig, pd.DataFrame({"raw": raw, "scaled": scaled}), "tokens-scaling")
 
@@ -98,13 +109,16 @@ if similarity_tab.open:
 
 if neighbours_tab.open:
     with neighbours_tab:
-        st.markdown(f"For each token, the rows of E (all {V} of them) with the highest cosine similarity to its own. "
-                    "Training pulls tokens used in similar contexts together; #0 is always the token itself (cosine 1).")
+        st.markdown(f"For each token, the rows of E (all {V} of them) with the highest cosine "
+                    "similarity to its own. Training pulls tokens used in similar contexts "
+                    "together; #0 is always the token itself (cosine 1).")
         k = st.slider("Neighbours per token", min_value=2, max_value=min(10, V), value=min(5, V))
         top, sims, names = nearest(sel.checkpoint, tuple(ids), k)
         fig = widgets.cached_figure(plots.neighbours_figure, tokens, names, sims)
-        widgets.chart(fig, pd.DataFrame({"token": [t for t in widgets.row_names(tokens) for _ in range(k)],
+        widgets.chart(fig, pd.DataFrame({"token": [t for t in widgets.row_names(tokens)
+                                                   for _ in range(k)],
                                          "rank": list(range(k)) * S,
                                          "neighbour": [n for row in names for n in row],
-                                         "neighbour ID": top.reshape(-1), "cosine": sims.reshape(-1)}),
+                                         "neighbour ID": top.reshape(-1),
+                                         "cosine": sims.reshape(-1)}),
                       "tokens-neighbours")
