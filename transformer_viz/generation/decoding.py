@@ -41,12 +41,14 @@ class DecodeResult:
 
 
 def loop_bans(written: torch.Tensor, max_repeats: int, longest_unit: int = 3) -> torch.Tensor:
-    """The tokens that would make a unit of 1 to ``longest_unit`` tokens occur ``max_repeats`` + 1 times in a
-    row ("Comomomom", "a dog a dog a dog a dog"), one per unit length, or -1 where none would.
+    """The tokens that would make a unit of 1 to ``longest_unit`` tokens occur ``max_repeats`` + 1
+    times in a row ("Comomomom", "a dog a dog a dog a dog"), one per unit length, or -1 where none
+    would.
 
-    written (N, t) -> (N, longest_unit). A unit of u tokens repeats when the last (max_repeats + 1)·u − 1
-    tokens written are periodic with period u; the token u places back would then complete one more
-    repeat. The optional repetition guard of beam and greedy search (``max_loop_repeats``) forbids these.
+    written (N, t) -> (N, longest_unit). A unit of u tokens repeats when the last
+    (max_repeats + 1)·u − 1 tokens written are periodic with period u; the token u places back would
+    then complete one more repeat. The optional repetition guard of beam and greedy search
+    (``max_loop_repeats``) forbids these.
     """
     N, t = written.shape
     bans = torch.full((N, longest_unit), -1, dtype=torch.long, device=written.device)
@@ -69,16 +71,17 @@ def ban_loops(logp: torch.Tensor, written: torch.Tensor, max_repeats: int) -> to
 
 
 def suppressed(logp: torch.Tensor, suppress: tuple[int, ...]) -> torch.Tensor:
-    """logp (N, V) with −∞ for tokens that may never be written (transformers' single-token ``bad_words_ids``:
-    a Marian model's <pad>), set after the log-softmax and not renormalised, as transformers does."""
+    """logp (N, V) with −∞ for tokens that may never be written (transformers' single-token
+    ``bad_words_ids``: a Marian model's <pad>), set after the log-softmax and not renormalised, as
+    transformers does."""
     if not suppress:
         return logp
     return logp.index_fill(1, torch.tensor(list(suppress), device=logp.device), float("-inf"))
 
 
 def max_output_length(cfg: ModelConfig, source_length: int) -> int:
-    """How many tokens decoding may write for a source of ``source_length`` tokens: translations are rarely
-    much longer than their source, and <s> + the output must fit the model's positions."""
+    """How many tokens decoding may write for a source of ``source_length`` tokens: translations are
+    rarely much longer than their source, and <s> + the output must fit the model's positions."""
     return min(cfg.max_len - 1, int(source_length * 1.5) + 10)
 
 
@@ -89,13 +92,15 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int | None = N
                   shrink: bool | None = None, hooks=None) -> DecodeResult:
     """Pick the most probable token at every step. src (B, S) -> one output per row.
 
-    ``max_loop_repeats`` > 0: the optional repetition guard (:func:`loop_bans`); 0 leaves the model's choices.
+    ``max_loop_repeats`` > 0: the optional repetition guard (:func:`loop_bans`); 0 leaves the
+    model's choices.
     ``suppress``: token IDs never written (:func:`suppressed`).
-    ``forced_prefix``: tokens written first instead of the model's choices ("what if it had chosen another
-    word?"), the same for every row; greedy decoding goes on from there. Its steps are recorded like the
-    others, with the probability the model gave each forced token.
-    ``shrink`` (default: when nothing is recorded, as the records keep one row per sentence): a sentence that
-    has written </s> leaves the batch, so later steps compute only the rows still writing. Same outputs.
+    ``forced_prefix``: tokens written first instead of the model's choices ("what if it had chosen
+    another word?"), the same for every row; greedy decoding goes on from there. Its steps are
+    recorded like the others, with the probability the model gave each forced token.
+    ``shrink`` (default: when nothing is recorded, as the records keep one row per sentence): a
+    sentence that has written </s> leaves the batch, so later steps compute only the rows still
+    writing. Same outputs.
     ``hooks`` (core/hooks.py) act on every step's forward pass: e.g. heads switched off
     (interpret/ablation.py); a hook whose tensors have a row per sentence needs ``shrink=False``."""
     forced = list(forced_prefix or [])
@@ -140,7 +145,8 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int | None = N
 
 
 def length_penalty(length: torch.Tensor, alpha: float) -> torch.Tensor:
-    """GNMT length penalty ((5 + |Y|) / 6)^α (Wu et al., 2016); α = 0 ranks by raw log-probability."""
+    """GNMT length penalty ((5 + |Y|) / 6)^α (Wu et al., 2016); α = 0 ranks by raw
+    log-probability."""
     return ((5.0 + length.float()) / 6.0) ** alpha
 
 
@@ -176,9 +182,10 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int = 5, max_l
     """Keep the ``beam_size`` best partial translations at every step; rank finished ones by
     log-probability / length_penalty. src (B, S) -> the best output per row.
 
-    ``max_loop_repeats`` > 0: the optional repetition guard (:func:`loop_bans`); 0 leaves the model's choices.
-    ``shrink`` (default: when nothing is recorded): a sentence whose beams have all finished leaves the batch
-    (its beams would only go on appending <pad> at no cost). Same outputs.
+    ``max_loop_repeats`` > 0: the optional repetition guard (:func:`loop_bans`); 0 leaves the
+    model's choices.
+    ``shrink`` (default: when nothing is recorded): a sentence whose beams have all finished leaves
+    the batch (its beams would only go on appending <pad> at no cost). Same outputs.
     ``scoring="hf"``: the beam search of transformers' ``generate(num_beams=…)`` instead (see
     :func:`beam_search_hf`, which also reads ``early_stopping``); "gnmt", the default, is ours.
     ``suppress``: token IDs never written (:func:`suppressed`)."""
@@ -231,15 +238,16 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int = 5, max_l
 
 def _beam_step(beams: _Beams, logp: torch.Tensor, cfg: ModelConfig,
                max_loop_repeats: int) -> tuple[_Beams, torch.Tensor]:
-    """Extend every beam by every token and keep the K best per sentence. logp (N*K, V) -> the new beams and
-    the parent (N, K) each extends."""
+    """Extend every beam by every token and keep the K best per sentence. logp (N*K, V) -> the new
+    beams and the parent (N, K) each extends."""
     N, K = beams.scores.shape
     V = logp.size(-1)
     if max_loop_repeats and beams.history.size(2):
         logp = ban_loops(logp, beams.history.view(N * K, -1), max_loop_repeats)
     logp = logp.view(N, K, V)
     if bool(beams.finished.any()):
-        # A finished beam may only "continue" with <pad> at no cost, so it keeps its score and place.
+        # A finished beam may only "continue" with <pad> at no cost, so it keeps its score and
+        # place.
         done_row = torch.full((V,), float("-inf"), device=logp.device)
         done_row[cfg.pad_id] = 0.0
         logp = torch.where(beams.finished[:, :, None], done_row, logp)
@@ -259,9 +267,10 @@ _DROPPED = -1.0e9  # transformers' penalty for a candidate that may not be kept:
 
 def _hf_finished(fin: tuple, cand_seqs: torch.Tensor, cand_scores: torch.Tensor, hits: torch.Tensor,
                  improvable: torch.Tensor, t: int, alpha: float, early_stopping: bool | str, K: int) -> tuple:
-    """transformers' ``_update_finished_beams``: the candidates among the first K of the 2K that just ended
-    join the K finished hypotheses, scored sum log p / length^α (the length counts </s>), and the best K stay.
-    fin = (sequences (B, K, L), scores (B, K), raw sums (B, K), finished flags (B, K))."""
+    """transformers' ``_update_finished_beams``: the candidates among the first K of the 2K that
+    just ended join the K finished hypotheses, scored sum log p / length^α (the length counts </s>),
+    and the best K stay. fin = (sequences (B, K, L), scores (B, K), raw sums (B, K), finished flags
+    (B, K))."""
     seqs, scores, raw, done = fin
     eligible = hits.clone()
     eligible[:, K:] = False  # the other K candidates exist only so that K beams can go on running
@@ -281,14 +290,15 @@ def _hf_finished(fin: tuple, cand_seqs: torch.Tensor, cand_scores: torch.Tensor,
 def beam_search_hf(model: Transformer, src: torch.Tensor, beam_size: int = 5, max_len: int | None = None,
                    alpha: float = 1.0, early_stopping: bool | str = False, record: bool = True,
                    max_loop_repeats: int = 0, suppress: tuple[int, ...] = ()) -> DecodeResult:
-    """Beam search as transformers' ``generate(num_beams=K, length_penalty=α, early_stopping=…)`` runs it
-    (transformers 5, ``GenerationMixin._beam_search``), step for step, so that a model exported with
-    ``export-hf`` writes the same tokens there and here. It differs from :func:`beam_search`: each step keeps
-    the 2K best continuations; those of the first K that end in </s> (or reach ``max_len``) become finished
-    hypotheses scored sum log p / length^α, the others' best K run on; it stops when no running beam can
-    beat the worst of K finished ones by transformers' heuristic (``early_stopping`` False: at the current
-    length; "never": at ``max_len`` for α > 0; True: as soon as K are finished). The record holds the K
-    running beams of each step (a finished hypothesis leaves the beam)."""
+    """Beam search as transformers' ``generate(num_beams=K, length_penalty=α, early_stopping=…)``
+    runs it (transformers 5, ``GenerationMixin._beam_search``), step for step, so that a model
+    exported with ``export-hf`` writes the same tokens there and here. It differs from
+    :func:`beam_search`: each step keeps the 2K best continuations; those of the first K that end in
+    </s> (or reach ``max_len``) become finished hypotheses scored sum log p / length^α, the others'
+    best K run on; it stops when no running beam can beat the worst of K finished ones by
+    transformers' heuristic (``early_stopping`` False: at the current length; "never": at
+    ``max_len`` for α > 0; True: as soon as K are finished). The record holds the K running beams of
+    each step (a finished hypothesis leaves the beam)."""
     cfg = model.cfg
     max_len = max_len or max_output_length(cfg, src.size(1))
     B, K, device = src.size(0), beam_size, src.device
@@ -332,11 +342,12 @@ def beam_search_hf(model: Transformer, src: torch.Tensor, beam_size: int = 5, ma
 def generate(model: Transformer, src: torch.Tensor, config: GenerationDefaults, max_len: int | None = None,
              record: bool = True, top_k: int = 5, forced_prefix: list[int] | None = None,
              hooks=None) -> DecodeResult:
-    """Decode src (B, S) as one generation config says, as transformers' ``generate(generation_config=…)``:
-    greedy when ``config.num_beams`` is 1, else the beam search ``config.beam_scoring`` names, with its
-    length penalty, repetition guard and forbidden tokens. ``max_len`` (default: ``config.max_new_tokens``,
-    else :func:`max_output_length`) caps the tokens written. ``top_k``, ``forced_prefix`` and ``hooks``
-    are greedy decoding's (what the pages draw step by step)."""
+    """Decode src (B, S) as one generation config says, as transformers'
+    ``generate(generation_config=…)``: greedy when ``config.num_beams`` is 1, else the beam search
+    ``config.beam_scoring`` names, with its length penalty, repetition guard and forbidden tokens.
+    ``max_len`` (default: ``config.max_new_tokens``, else :func:`max_output_length`) caps the tokens
+    written. ``top_k``, ``forced_prefix`` and ``hooks`` are greedy decoding's
+    (what the pages draw step by step)."""
     max_len = max_len or config.max_new_tokens or None
     common = {"max_len": max_len, "record": record, "max_loop_repeats": config.max_loop_repeats,
               "suppress": config.suppress_ids}

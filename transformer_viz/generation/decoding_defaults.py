@@ -1,4 +1,5 @@
-"""Decoding defaults that travel with a checkpoint, in transformers' ``generation_config.json`` format.
+"""Decoding defaults that travel with a checkpoint, in transformers' ``generation_config.json``
+format.
 
 A checkpoint's scores are only reproducible with the decoding they were measured with (beam width,
 length penalty), so those settings live beside the weights. ``translate``, ``trace``, ``evaluate``
@@ -22,25 +23,29 @@ GENERATION_CONFIG = "generation_config.json"
 class GenerationDefaults:
     """How a checkpoint translates unless told otherwise.
 
-    num_beams: 1 is greedy. length_penalty: α in the GNMT penalty ((5 + |Y|) / 6)^α that ranks finished
-    beams (log-probability / penalty); unused by greedy decoding. max_new_tokens: 0 means the engine's
-    rule (:func:`~transformer_viz.generation.decoding.max_output_length`). max_loop_repeats: see
-    :func:`~transformer_viz.generation.decoding.loop_bans`.
+    num_beams: 1 is greedy. length_penalty: α in the GNMT penalty ((5 + |Y|) / 6)^α that ranks
+    finished beams (log-probability / penalty); unused by greedy decoding. max_new_tokens: 0 means
+    the engine's rule (:func:`~transformer_viz.generation.decoding.max_output_length`).
+    max_loop_repeats: see :func:`~transformer_viz.generation.decoding.loop_bans`.
     """
 
     num_beams: int = 1
     length_penalty: float = 0.6
     max_new_tokens: int = 0
-    # The optional repetition guard: a unit of up to three subwords may occur at most this many times in a
-    # row ("Comomomom"); 0 turns it off. Not a transformers key (its no_repeat_ngram_size would also forbid
-    # a real "of the hood of the hood"); transformers keeps unknown keys and ignores them.
+    # The optional repetition guard: a unit of up to three subwords may occur at most this many
+    # times in a row ("Comomomom"); 0 turns it off. Not a transformers key (its no_repeat_ngram_size
+    # would also forbid a real "of the hood of the hood"); transformers keeps unknown keys and
+    # ignores them.
     max_loop_repeats: int = 0
-    # Which beam search: "gnmt", ours (finished beams ranked by log p / ((5 + |Y|) / 6)^α), or "hf", the one
-    # transformers' generate runs (log p / |Y|^α, with its early_stopping rule; decoding.beam_search_hf).
-    # Not a transformers key; a Marian directory's generation_config.json means "hf" (checkpoints/marian.py).
+    # Which beam search: "gnmt", ours (finished beams ranked by log p / ((5 + |Y|) / 6)^α), or "hf",
+    # the one transformers' generate runs (log p / |Y|^α, with its early_stopping rule;
+    # decoding.beam_search_hf). Not a transformers key; a Marian directory's generation_config.json
+    # means "hf" (checkpoints/marian.py).
     beam_scoring: str = "gnmt"
-    early_stopping: bool | str = False  # transformers' key: False, True or "never"; read by the "hf" scoring
-    # Token IDs never written: the single-token entries of transformers' bad_words_ids (Marian models ban <pad>).
+    # transformers' key: False, True or "never"; read by the "hf" scoring
+    early_stopping: bool | str = False
+    # Token IDs never written: the single-token entries of transformers' bad_words_ids
+    # (Marian models ban <pad>).
     suppress_ids: tuple[int, ...] = ()
     # Not a decoding setting: the ID each output starts with, as transformers names it.
     decoder_start_token_id: int = BOS
@@ -56,7 +61,8 @@ class GenerationDefaults:
         return replace(self, **changes)
 
     def describe(self) -> str:
-        method = "greedy" if self.num_beams <= 1 else f"beam {self.num_beams}, α {self.length_penalty:g}"
+        method = ("greedy" if self.num_beams <= 1
+                  else f"beam {self.num_beams}, α {self.length_penalty:g}")
         return method + (f", loops ≤ {self.max_loop_repeats}×" if self.max_loop_repeats else "")
 
     def to_json(self) -> dict:
@@ -69,12 +75,14 @@ class GenerationDefaults:
         if self.suppress_ids:
             data["bad_words_ids"] = [[i] for i in self.suppress_ids]  # transformers' name for them
         if data["beam_scoring"] == "gnmt":
-            del data["beam_scoring"], data["early_stopping"]  # the files written before "hf" existed stay as they were
+            # the files written before "hf" existed stay as they were
+            del data["beam_scoring"], data["early_stopping"]
         return data
 
 
 def read_json_object(path: Path) -> dict:
-    """A JSON file that must hold an object; ValueError saying what is wrong otherwise (no torch needed)."""
+    """A JSON file that must hold an object; ValueError saying what is wrong otherwise
+    (no torch needed)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
@@ -88,32 +96,39 @@ _NOT_NUMBERS = ("beam_scoring", "early_stopping", "suppress_ids")
 
 
 def _single_token_bans(bad_words_ids) -> tuple[int, ...]:
-    """The single-token entries of transformers' ``bad_words_ids`` (longer banned sequences are not followed)."""
+    """The single-token entries of transformers' ``bad_words_ids`` (longer banned sequences are not
+    followed)."""
     if not isinstance(bad_words_ids, list):
         return ()
     return tuple(sorted({int(w[0]) for w in bad_words_ids if isinstance(w, list) and len(w) == 1
                          and isinstance(w[0], int) and not isinstance(w[0], bool) and w[0] >= 0}))
 
 
-def load_generation_defaults(directory: str | Path | None, beam_scoring: str = "gnmt") -> GenerationDefaults:
-    """The checkpoint's ``generation_config.json``, or greedy decoding when it has none. ``beam_scoring``:
-    what the file means when it does not say (a transformers directory's file means "hf")."""
+def load_generation_defaults(directory: str | Path | None,
+                             beam_scoring: str = "gnmt") -> GenerationDefaults:
+    """The checkpoint's ``generation_config.json``, or greedy decoding when it has none.
+    ``beam_scoring``: what the file means when it does not say (a transformers directory's file
+    means "hf")."""
     path = Path(directory) / GENERATION_CONFIG if directory else None
     if path is None or not path.is_file():
         return GenerationDefaults(beam_scoring=beam_scoring)
     data = read_json_object(path)
-    known = {k: data[k] for k in GenerationDefaults.__dataclass_fields__ if k in data and k not in _NOT_NUMBERS}
+    known = {k: data[k] for k in GenerationDefaults.__dataclass_fields__
+             if k in data and k not in _NOT_NUMBERS}
     try:
-        defaults = GenerationDefaults(**{k: (float(v) if k == "length_penalty" else int(v)) for k, v in known.items()},
+        defaults = GenerationDefaults(**{k: (float(v) if k == "length_penalty" else int(v))
+                                         for k, v in known.items()},
                                       beam_scoring=data.get("beam_scoring", beam_scoring),
                                       early_stopping=data.get("early_stopping", False),
                                       suppress_ids=_single_token_bans(data.get("bad_words_ids")))
     except (TypeError, ValueError) as exc:  # e.g. "num_beams": null or "five"
         raise ValueError(f"{path}: a decoding setting is not a number ({exc})") from exc
     if defaults.beam_scoring not in ("gnmt", "hf"):
-        raise ValueError(f"{path}: beam_scoring must be \"gnmt\" or \"hf\", not {defaults.beam_scoring!r}")
+        raise ValueError(f"{path}: beam_scoring must be \"gnmt\" or \"hf\", not "
+                         f"{defaults.beam_scoring!r}")
     if not (isinstance(defaults.early_stopping, bool) or defaults.early_stopping == "never"):
-        raise ValueError(f"{path}: early_stopping must be true, false or \"never\", not {defaults.early_stopping!r}")
+        raise ValueError(f"{path}: early_stopping must be true, false or \"never\", not "
+                         f"{defaults.early_stopping!r}")
     if not 1 <= defaults.num_beams <= 32:
         raise ValueError(f"{path}: num_beams must be between 1 and 32, not {defaults.num_beams}")
     if defaults.max_new_tokens < 0:

@@ -1,12 +1,13 @@
 """The key/value cache that decoding really uses, read out for a sentence, and what it saves.
 
 At step t the decoder runs one new position (the token written at step t − 1). Its self-attention
-needs the keys and values of every earlier position: they were computed at earlier steps and are kept
-in the cache, so each step computes one new key and value per layer and appends them. Cross-attention's
-keys and values come from the encoder output alone: computed once per sentence, read at every step.
+needs the keys and values of every earlier position: they were computed at earlier steps and are
+kept in the cache, so each step computes one new key and value per layer and appends them.
+Cross-attention's keys and values come from the encoder output alone: computed once per sentence,
+read at every step.
 
-:func:`record_cache` runs the model's own cached decoding (``start_state`` / ``decode_step``, the code
-every translation runs) over a sentence's translation and returns the caches it built;
+:func:`record_cache` runs the model's own cached decoding (``start_state`` / ``decode_step``, the
+code every translation runs) over a sentence's translation and returns the caches it built;
 :func:`multiply_adds` counts the multiply–adds of a step with the cache and without it.
 """
 
@@ -22,8 +23,8 @@ import torch
 class CacheRecord:
     """One sentence's caches after decoding its translation (T steps, source of S tokens).
 
-    self_k, self_v (N, h, T, d_k): decoder self-attention's keys and values; row t was appended at step
-    t + 1. cross_k, cross_v (N, h, S, d_k): cross-attention's, computed once before step 1.
+    self_k, self_v (N, h, T, d_k): decoder self-attention's keys and values; row t was appended at
+    step t + 1. cross_k, cross_v (N, h, S, d_k): cross-attention's, computed once before step 1.
     appended_only: every step left the rows already in the cache as they were (it only appended).
     cross_reused: every step read the very tensors computed before step 1 (nothing recomputed)."""
 
@@ -73,9 +74,9 @@ class MultiplyAdds:
 
 
 def multiply_adds(cfg, S: int, T: int) -> MultiplyAdds:
-    """Counted from the shapes: d = d_model; per layer and position, Q, K, V and W_O cost d² each, the
-    feed-forward 2·d·d_ff; attention over L keys costs L·d for the scores (h heads of d_k) and L·d for
-    the weighted values; the output layer d·V."""
+    """Counted from the shapes: d = d_model; per layer and position, Q, K, V and W_O cost d² each,
+    the feed-forward 2·d·d_ff; attention over L keys costs L·d for the scores (h heads of d_k) and
+    L·d for the weighted values; the output layer d·V."""
     d, d_ff, N, V = cfg.d_model, cfg.d_ff, cfg.N, cfg.vocab_size
     t = np.arange(1, T + 1)  # positions the step attends over
     per_position = 4 * d * d + 2 * d * d + 2 * d * d_ff  # self Q K V W_O, cross Q W_O, the FFN

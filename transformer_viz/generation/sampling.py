@@ -1,14 +1,15 @@
-"""Choosing the next token by sampling: temperature, top-k and top-p (nucleus), as pure functions of numpy arrays.
+"""Choosing the next token by sampling: temperature, top-k and top-p (nucleus), as pure functions of
+numpy arrays.
 
 A decoder-only model gives logits z over the vocabulary for the next token. Sampling draws from
 
     p_i = exp(z_i / T) / Σ_j exp(z_j / T)
 
-after two optional cuts: top-k keeps the k most probable tokens, top-p the smallest set of most probable
-tokens whose probability reaches p; what is kept is renormalised to sum to 1. The order is temperature,
-then top-k, then top-p (as in transformers' ``generate``). T = 1 leaves the model's distribution as it is;
-T → 0 puts all the mass on the most probable token (greedy decoding; T = 0 is taken to mean exactly that);
-T > 1 flattens it.
+after two optional cuts: top-k keeps the k most probable tokens, top-p the smallest set of most
+probable tokens whose probability reaches p; what is kept is renormalised to sum to 1. The order is
+temperature, then top-k, then top-p (as in transformers' ``generate``). T = 1 leaves the model's
+distribution as it is; T → 0 puts all the mass on the most probable token (greedy decoding; T = 0 is
+taken to mean exactly that); T > 1 flattens it.
 
 Ties: tokens are ranked by probability, equal probabilities by lower token ID first, so top-k keeps
 exactly k tokens and top-p a well-defined set even when probabilities tie.
@@ -24,7 +25,8 @@ from transformer_viz.text.analysis import softmax  # noqa: F401  (stable, float6
 
 
 def with_temperature(logits: np.ndarray, temperature: float) -> np.ndarray:
-    """softmax(z / T), (V,). T = 0: all mass on the most probable token (the lowest ID among equals)."""
+    """softmax(z / T), (V,). T = 0: all mass on the most probable token (the lowest ID among
+    equals)."""
     if temperature < 0:
         raise ValueError(f"temperature must be ≥ 0, not {temperature}")
     z = np.asarray(logits, dtype=np.float64)
@@ -41,7 +43,8 @@ def ranking(probs: np.ndarray) -> np.ndarray:
 
 
 def top_k_mask(probs: np.ndarray, k: int) -> np.ndarray:
-    """True for the k most probable tokens (exactly k; ties broken by lower ID). k ≤ 0 or ≥ V keeps all."""
+    """True for the k most probable tokens (exactly k; ties broken by lower ID). k ≤ 0 or ≥ V keeps
+    all."""
     V = len(probs)
     if k <= 0 or k >= V:
         return np.ones(V, dtype=bool)
@@ -51,8 +54,8 @@ def top_k_mask(probs: np.ndarray, k: int) -> np.ndarray:
 
 
 def top_p_mask(probs: np.ndarray, p: float) -> np.ndarray:
-    """True for the smallest set of most probable tokens whose total probability reaches p (at least one
-    token). p ≥ 1 keeps all."""
+    """True for the smallest set of most probable tokens whose total probability reaches p
+    (at least one token). p ≥ 1 keeps all."""
     if not 0 < p <= 1:
         raise ValueError(f"top-p must be in (0, 1], not {p}")
     V = len(probs)
@@ -60,8 +63,8 @@ def top_p_mask(probs: np.ndarray, p: float) -> np.ndarray:
         return np.ones(V, dtype=bool)
     order = ranking(probs)
     cumulative = np.cumsum(np.asarray(probs, dtype=np.float64)[order])
-    # The first position where the running mass reaches p; a tiny tolerance keeps p = 0.5 with tokens of
-    # 0.3 and 0.2 from needing a third one through rounding.
+    # The first position where the running mass reaches p; a tiny tolerance keeps p = 0.5 with
+    # tokens of 0.3 and 0.2 from needing a third one through rounding.
     n = int(np.searchsorted(cumulative, p - 1e-12, side="left")) + 1
     keep = np.zeros(V, dtype=bool)
     keep[order[: min(n, V)]] = True
@@ -94,7 +97,8 @@ def next_token_distribution(logits: np.ndarray, temperature: float = 1.0, top_k:
 
 
 def draw(probs: np.ndarray, rng: np.random.Generator) -> int:
-    """One token ID drawn from ``probs`` with the given generator (inverse CDF: one uniform number per draw)."""
+    """One token ID drawn from ``probs`` with the given generator (inverse CDF: one uniform number
+    per draw)."""
     cumulative = np.cumsum(probs)
     u = rng.random() * cumulative[-1]
     return int(min(np.searchsorted(cumulative, u, side="right"), len(probs) - 1))

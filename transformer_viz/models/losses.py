@@ -1,5 +1,6 @@
-"""The translation loss: cross-entropy with label smoothing over the real target tokens. Training minimises it;
-the Training page shows it on the user's own sentence (engine.teacher_forcing_losses): the same function."""
+"""The translation loss: cross-entropy with label smoothing over the real target tokens. Training
+minimises it; the Training page shows it on the user's own sentence (engine.teacher_forcing_losses):
+the same function."""
 
 from __future__ import annotations
 

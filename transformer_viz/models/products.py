@@ -1,18 +1,19 @@
 """The weight products of a forward pass, laid out for speed when no gradient is wanted.
 
-A step of decoding multiplies one row (or a few: the beams) by every weight matrix, and its time goes
-into fetching the weights from memory. Two layouts make that faster without changing what is computed:
+A step of decoding multiplies one row (or a few: the beams) by every weight matrix, and its time
+goes into fetching the weights from memory. Two layouts make that faster without changing what is
+computed:
 
-- A weight at least as tall as wide is read transposed, (d_in, d_out) in memory: the product of one row
-  with the 8000 × 256 output projection took 1.1 ms from a cold cache row-major, 0.38 ms transposed
-  (bench/layout_speed.py, 2-core AMD EPYC, MKL). With 32 rows the two layouts are alike; the FFN's
-  W_2, (d_model, d_ff), ran slower transposed, so it is not.
-- Products that read the same input run as one: self-attention's X [W_Q | W_K | W_V], cross-attention's
-  memory [W_K | W_V].
+- A weight at least as tall as wide is read transposed, (d_in, d_out) in memory: the product of one
+  row with the 8000 × 256 output projection took 1.1 ms from a cold cache row-major, 0.38 ms
+  transposed (bench/layout_speed.py, 2-core AMD EPYC, MKL). With 32 rows the two layouts are alike;
+  the FFN's W_2, (d_model, d_ff), ran slower transposed, so it is not.
+- Products that read the same input run as one: self-attention's X [W_Q | W_K | W_V],
+  cross-attention's memory [W_K | W_V].
 
 These copies are built once per weight and rebuilt when a weight changes (training and
-``load_state_dict`` update weights in place, which bumps the tensor's version counter); they live in a
-weak dictionary beside the model, never on it. With gradients enabled (training, attributions) the
+``load_state_dict`` update weights in place, which bumps the tensor's version counter); they live in
+a weak dictionary beside the model, never on it. With gradients enabled (training, attributions) the
 plain ``F.linear`` runs on the parameters themselves.
 """
 
@@ -24,33 +25,35 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-# Up to this many rows a product reads the transposed copy (bench/layout_speed.py, the shipped model's
-# shapes: one row 1.2–2.9× faster, 5–16 rows up to 1.4×, 32 rows 0.97–1.06×). Beam search with 5
-# beams of one sentence has 5 rows.
+# Up to this many rows a product reads the transposed copy (bench/layout_speed.py, the shipped
+# model's shapes: one row 1.2–2.9× faster, 5–16 rows up to 1.4×, 32 rows 0.97–1.06×). Beam search
+# with 5 beams of one sentence has 5 rows.
 FEW_ROWS = 8
 
 # (id(first weight), number of weights, transposed) -> (stamp, weight, bias); an entry goes when its
-# first weight is freed. (Not a WeakKeyDictionary: that compares keys with ==, which a tensor answers
-# element by element.)
+# first weight is freed. (Not a WeakKeyDictionary: that compares keys with ==, which a tensor
+# answers element by element.)
 _layouts: dict[tuple, tuple] = {}
 
 
 def _stamp(tensors: tuple) -> tuple:
-    """Changes when any of the tensors is updated in place (its version counter) or the model moves to
-    another device or dtype (which gives every tensor new memory: the first one's address stands for
-    all, as one address per tensor would cost a decoding step as much again)."""
+    """Changes when any of the tensors is updated in place (its version counter) or the model moves
+    to another device or dtype (which gives every tensor new memory: the first one's address stands
+    for all, as one address per tensor would cost a decoding step as much again)."""
     return (tensors[0].data_ptr(), *[t._version for t in tensors])
 
 
 def _build(key: tuple, stamp: tuple, weights: tuple, biases: tuple, transposed: bool) -> tuple:
-    """The weights side by side, (Σ d_out, d_in), stored as they are or transposed; the biases likewise."""
+    """The weights side by side, (Σ d_out, d_in), stored as they are or transposed; the biases
+    likewise."""
     if key not in _layouts:
         weakref.finalize(weights[0], _layouts.pop, key, None)
     with torch.no_grad():
         weight = torch.cat(weights) if len(weights) > 1 else weights[0]  # (Σ d_out, d_in)
         if transposed:
             # Stored (d_in, Σ d_out), read through a (Σ d_out, d_in) view: F.linear hands BLAS the
-            # transposed storage as it is, so a row's product streams the weight in its memory order.
+            # transposed storage as it is, so a row's product streams the weight in its memory
+            # order.
             weight = weight.t().contiguous().t()
         bias = None
         if biases[0] is not None:
@@ -60,7 +63,8 @@ def _build(key: tuple, stamp: tuple, weights: tuple, biases: tuple, transposed: 
 
 
 def project(x: torch.Tensor, weights: tuple, biases: tuple) -> tuple[torch.Tensor, ...]:
-    """x (..., d_in) times each weight (d_out, d_in), plus its bias -> one (..., d_out) per weight."""
+    """x (..., d_in) times each weight (d_out, d_in), plus its bias -> one (..., d_out) per
+    weight."""
     if torch.is_grad_enabled():
         return tuple([F.linear(x, w, b) for w, b in zip(weights, biases)])
     d_in = x.shape[-1]
@@ -76,14 +80,15 @@ def project(x: torch.Tensor, weights: tuple, biases: tuple) -> tuple[torch.Tenso
     return out.split(weights[0].shape[0], dim=-1)
 
 
-# id(first layer), number of layers -> (first layer's weight, the layers' weights, their biases): the
-# parameters of a group of layers, looked up once (a module's attribute lookup costs as much as a
-# one-row product's bookkeeping here).
+# id(first layer), number of layers -> (first layer's weight, the layers' weights, their biases):
+# the parameters of a group of layers, looked up once (a module's attribute lookup costs as much as
+# a one-row product's bookkeeping here).
 _groups: dict[tuple, tuple] = {}
 
 
 def linear(x: torch.Tensor, *layers: nn.Linear) -> tuple[torch.Tensor, ...]:
-    """x (..., d_in) through each of ``layers`` (which read the same input) -> one output per layer."""
+    """x (..., d_in) through each of ``layers`` (which read the same input) -> one output per
+    layer."""
     key = (id(layers[0]), len(layers))
     group = _groups.get(key)
     first = layers[0].weight

@@ -1,5 +1,5 @@
-"""The model families, one line each: what config.json's ``"arch"`` names, and where its config and model
-classes live.
+"""The model families, one line each: what config.json's ``"arch"`` names, and where its config and
+model classes live.
 
 Adding a model family means writing its folder ``models/<name>/`` (``config.py``: a JSON config
 class with a ``validate()`` method and an ``arch`` field, without torch; ``model.py``: the model
@@ -15,7 +15,8 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-DEFAULT_ARCH = "transformer"  # a config.json without "arch" (every checkpoint written before there were others)
+# a config.json without "arch" (every checkpoint written before there were others)
+DEFAULT_ARCH = "transformer"
 
 
 def _load(path: str):
@@ -29,7 +30,8 @@ class Architecture:
     title: str  # how messages and pages name it: "unknown DETR checkpoint 'x'"
     config: str  # "module:Class" of its JSON config (a module without torch where there is one)
     model: str  # "module:Class" of the nn.Module
-    reads_text: bool  # True: a tokenizer directory and decoding defaults come with it; False: it reads pixels
+    # True: a tokenizer directory and decoding defaults come with it; False: it reads pixels
+    reads_text: bool
 
     def config_type(self):
         return _load(self.config)
@@ -57,7 +59,8 @@ ARCHITECTURES: dict[str, Architecture] = {a.name: a for a in (
 
 
 def arch_name(config: dict) -> str:
-    """The family a config.json's contents describe ("" when it names none we know, or is no JSON object)."""
+    """The family a config.json's contents describe ("" when it names none we know, or is no JSON
+    object)."""
     if not isinstance(config, dict):
         return ""
     name = config.get("arch", DEFAULT_ARCH)
@@ -68,4 +71,5 @@ def architecture(name: str) -> Architecture:
     try:
         return ARCHITECTURES[name]
     except KeyError:
-        raise ValueError(f"unknown model family {name!r}; known: {', '.join(ARCHITECTURES)}") from None
+        raise ValueError(f"unknown model family {name!r}; known: "
+                         f"{', '.join(ARCHITECTURES)}") from None

@@ -26,9 +26,9 @@ class DataError(RuntimeError):
 def resolve_data_dir(data_dir: str | Path | None) -> Path:
     chosen = data_dir or os.environ.get(DATA_DIR_ENV)
     if not chosen:
-        raise DataError(f"No data directory given: pass --data-dir DIR or set {DATA_DIR_ENV}. "
-                        f"It must hold Multi30k task 1 raw files such as train.de.gz and train.en.gz; "
-                        f"'python -m transformer_viz download-data DIR' fetches them.")
+        raise DataError(f"No data directory given: pass --data-dir DIR or set {DATA_DIR_ENV}. It "
+                        "must hold Multi30k task 1 raw files such as train.de.gz and train.en.gz; "
+                        "'python -m transformer_viz download-data DIR' fetches them.")
     return Path(chosen)
 
 
@@ -41,20 +41,22 @@ def _read_lines(path: Path) -> list[str]:
         with gzip.open(path, "rt", encoding="utf-8") as f:
             return [line.rstrip("\n").strip() for line in f]
     except (OSError, EOFError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path} is not a readable gzip file of UTF-8 text ({exc}). "
-                        f"Re-fetch it with 'python -m transformer_viz download-data {path.parent}'.") from exc
+        raise DataError(f"{path} is not a readable gzip file of UTF-8 text ({exc}). Re-fetch it "
+                        f"with 'python -m transformer_viz download-data {path.parent}'.") from exc
 
 
 def read_split(data_dir: str | Path | None, split: str, src_lang: str, tgt_lang: str,
                limit: int | None = None) -> list[tuple[str, str]]:
-    """(source, target) sentence pairs of one split; line n of one file translates line n of the other."""
+    """(source, target) sentence pairs of one split; line n of one file translates line n of the
+    other."""
     if split not in SPLITS:
         raise DataError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
     directory = resolve_data_dir(data_dir)
-    pairs = _read_aligned([directory / file_name(split, lang) for lang in (src_lang, tgt_lang)],
-                          f"expected Multi30k task 1 raw files "
-                          f"({', '.join(file_name(s, l) for s in SPLITS for l in LANGUAGES)}); "
-                          f"fetch them with 'python -m transformer_viz download-data {directory}'.")
+    pairs = _read_aligned(
+        [directory / file_name(split, lang) for lang in (src_lang, tgt_lang)],
+        f"expected Multi30k task 1 raw files "
+        f"({', '.join(file_name(s, lang) for s in SPLITS for lang in LANGUAGES)}); "
+        f"fetch them with 'python -m transformer_viz download-data {directory}'.")
     return pairs[:limit] if limit else pairs
 
 
@@ -90,7 +92,8 @@ class Batch:
     n_tokens: int  # real target tokens (non-pad entries of tgt_out)
 
     def to(self, device) -> "Batch":
-        return Batch(self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device), self.n_tokens)
+        return Batch(self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device),
+                     self.n_tokens)
 
 
 def encode_pairs(tokenizer, pairs: list[tuple[str, str]], max_len: int,
@@ -127,8 +130,8 @@ def make_batch(examples: list[tuple[list[int], list[int]]], pad_id: int = PAD, b
     return Batch(src, tgt_in, tgt_out, int((tgt_out != pad_id).sum()))
 
 
-def token_batches(examples: list[tuple[list[int], list[int]]], max_tokens: int, shuffle: bool = True,
-                  seed: int = 0) -> list[list[int]]:
+def token_batches(examples: list[tuple[list[int], list[int]]], max_tokens: int,
+                  shuffle: bool = True, seed: int = 0) -> list[list[int]]:
     """Group example indices into batches of about ``max_tokens`` (padded source + target) tokens.
 
     Sorting by length before cutting keeps padding small; the batches themselves are then shuffled.
@@ -153,25 +156,28 @@ def token_batches(examples: list[tuple[list[int], list[int]]], max_tokens: int, 
     return batches
 
 
-# --- Tatoeba: everyday sentence pairs -----------------------------------------------------------------
+# --- Tatoeba: everyday sentence pairs -------------------------------------------------------------
 
 TATOEBA_DIR_ENV = "TRANSFORMER_VIZ_TATOEBA"
 TATOEBA_SPLITS = ("tatoeba_train", "tatoeba_dev", "tatoeba_test")
-TATOEBA_DEV_SIZE = 2000  # pairs carved out of train.{de,en}.gz for choices (seeded, see tatoeba_split)
+# pairs carved out of train.{de,en}.gz for choices (seeded, see tatoeba_split)
+TATOEBA_DEV_SIZE = 2000
 TATOEBA_DEV_SEED = 20261123
-TATOEBA_CREDIT = ("Tatoeba (tatoeba.org, the German–English pairs as published by manythings.org/anki), sentences "
-                  "under CC-BY 2.0 FR: everyday sentence pairs")
-MULTI30K_CREDIT = ("Multi30k task 1 (Elliott et al., 2016): Flickr30k image captions and their translations, "
-                   "for research and non-commercial use")
+TATOEBA_CREDIT = ("Tatoeba (tatoeba.org, the German–English pairs as published by "
+                  "manythings.org/anki), sentences under CC-BY 2.0 FR: everyday sentence pairs")
+MULTI30K_CREDIT = ("Multi30k task 1 (Elliott et al., 2016): Flickr30k image captions and their "
+                   "translations, for research and non-commercial use")
 
 
-TATOEBA_BESIDE_MULTI30K = ("tatoeba-large", "tatoeba")  # looked for in this order beside the Multi30k directory
+# looked for in this order beside the Multi30k directory
+TATOEBA_BESIDE_MULTI30K = ("tatoeba-large", "tatoeba")
 
 
 def resolve_tatoeba_dir(tatoeba_dir: str | Path | None, data_dir: str | Path | None = None) -> Path:
-    """The Tatoeba directory: given, or from the environment, or beside Multi30k: ``tatoeba-large`` (150,626
-    pairs of every length, what the shipped checkpoints learned from) when it is there, else ``tatoeba``
-    (the 42,984 short pairs of the earlier checkpoints; name it with --tatoeba-dir to use it beside the other)."""
+    """The Tatoeba directory: given, or from the environment, or beside Multi30k: ``tatoeba-large``
+    (150,626 pairs of every length, what the shipped checkpoints learned from) when it is there,
+    else ``tatoeba`` (the 42,984 short pairs of the earlier checkpoints; name it with --tatoeba-dir
+    to use it beside the other)."""
     chosen = tatoeba_dir or os.environ.get(TATOEBA_DIR_ENV)
     if chosen:
         return Path(chosen)
@@ -179,9 +185,10 @@ def resolve_tatoeba_dir(tatoeba_dir: str | Path | None, data_dir: str | Path | N
     for name in TATOEBA_BESIDE_MULTI30K if multi30k else ():
         if (Path(multi30k).parent / name).is_dir():
             return Path(multi30k).parent / name
-    raise DataError(f"No Tatoeba directory: pass --tatoeba-dir DIR or set {TATOEBA_DIR_ENV} (or keep it as "
-                    f"'tatoeba-large' or 'tatoeba' beside the Multi30k directory). It must hold train.de.gz and "
-                    f"train.en.gz, one sentence a line, the two files aligned.")
+    raise DataError(f"No Tatoeba directory: pass --tatoeba-dir DIR or set {TATOEBA_DIR_ENV} (or "
+                    "keep it as 'tatoeba-large' or 'tatoeba' beside the Multi30k directory). It "
+                    "must hold train.de.gz and train.en.gz, one sentence a line, the two files "
+                    "aligned.")
 
 
 def _read_aligned(paths: list[Path], what: str) -> list[tuple[str, str]]:
@@ -200,34 +207,38 @@ def _read_aligned(paths: list[Path], what: str) -> list[tuple[str, str]]:
     empty = [n for n, (s, t) in enumerate(zip(src, tgt), start=1) if not s or not t]
     if empty:
         raise DataError(f"{paths[0].parent}: line {empty[0]} is empty in one language "
-                        f"({len(empty)} such line(s)); every line must hold a sentence in both files.")
+                        f"({len(empty)} such line(s)); every line must hold a sentence in both "
+                        "files.")
     return list(zip(src, tgt))
 
 
 def tatoeba_split(pairs: list[tuple[str, str]], dev_size: int = TATOEBA_DEV_SIZE,
-                  seed: int = TATOEBA_DEV_SEED,
-                  avoid: frozenset[str] = frozenset()) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """(train, dev): ``dev_size`` pairs drawn at random; every training pair that shares its source or its
-    target sentence with a dev pair is dropped, so dev is disjoint from train on both sides (as the
-    held-back test set is disjoint from the whole file). Pairs with a sentence in ``avoid`` are never
-    drawn for dev (they stay in train)."""
+                  seed: int = TATOEBA_DEV_SEED, avoid: frozenset[str] = frozenset()
+                  ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(train, dev): ``dev_size`` pairs drawn at random; every training pair that shares its source
+    or its target sentence with a dev pair is dropped, so dev is disjoint from train on both sides
+    (as the held-back test set is disjoint from the whole file). Pairs with a sentence in ``avoid``
+    are never drawn for dev (they stay in train)."""
     order = list(range(len(pairs)))
     random.Random(seed).shuffle(order)
     if avoid:
-        order.sort(key=lambda i: pairs[i][0] in avoid or pairs[i][1] in avoid)  # stable: drawable ones first
+        # stable: drawable ones first
+        order.sort(key=lambda i: pairs[i][0] in avoid or pairs[i][1] in avoid)
     dev = [pairs[i] for i in sorted(order[:dev_size])]
     dev_src, dev_tgt = {s for s, _ in dev}, {t for _, t in dev}
-    train = [pairs[i] for i in sorted(order[dev_size:]) if pairs[i][0] not in dev_src and pairs[i][1] not in dev_tgt]
+    train = [pairs[i] for i in sorted(order[dev_size:]) if pairs[i][0] not in dev_src
+             and pairs[i][1] not in dev_tgt]
     return train, dev
 
 
 def sentences_to_avoid_in_dev(directory: Path) -> frozenset[str]:
-    """The sentences of the smaller ``tatoeba/`` corpus's training split when ``directory`` is another
-    Tatoeba directory beside it (such as ``tatoeba-large/``, which contains most of it): a model
-    warm-started from checkpoints trained on that split has seen them, so they must not be in this
-    directory's dev split. Empty when there is no such neighbour."""
+    """The sentences of the smaller ``tatoeba/`` corpus's training split when ``directory`` is
+    another Tatoeba directory beside it (such as ``tatoeba-large/``, which contains most of it): a
+    model warm-started from checkpoints trained on that split has seen them, so they must not be in
+    this directory's dev split. Empty when there is no such neighbour."""
     small = directory.parent / "tatoeba"
-    if small.resolve() == directory.resolve() or not all((small / f"train.{l}.gz").is_file() for l in LANGUAGES):
+    if small.resolve() == directory.resolve() or not all(
+            (small / f"train.{lang}.gz").is_file() for lang in LANGUAGES):
         return frozenset()
     pairs = _read_aligned([small / f"train.{lang}.gz" for lang in LANGUAGES], "")
     train, _ = tatoeba_split(pairs)
@@ -235,15 +246,18 @@ def sentences_to_avoid_in_dev(directory: Path) -> frozenset[str]:
 
 
 def read_tatoeba(tatoeba_dir: str | Path | None, split: str, src_lang: str, tgt_lang: str,
-                 limit: int | None = None, data_dir: str | Path | None = None) -> list[tuple[str, str]]:
-    """(source, target) pairs of ``tatoeba_train`` / ``tatoeba_dev`` (both carved from train.*.gz) or
-    ``tatoeba_test`` (test.*.gz, a held-back file, when present)."""
+                 limit: int | None = None,
+                 data_dir: str | Path | None = None) -> list[tuple[str, str]]:
+    """(source, target) pairs of ``tatoeba_train`` / ``tatoeba_dev`` (both carved from train.*.gz)
+    or ``tatoeba_test`` (test.*.gz, a held-back file, when present)."""
     if split not in TATOEBA_SPLITS:
-        raise DataError(f"unknown Tatoeba split {split!r}; choose one of {', '.join(TATOEBA_SPLITS)}")
+        raise DataError(f"unknown Tatoeba split {split!r}; choose one of "
+                        f"{', '.join(TATOEBA_SPLITS)}")
     directory = resolve_tatoeba_dir(tatoeba_dir, data_dir)
     stem = "test" if split == "tatoeba_test" else "train"
     pairs = _read_aligned([directory / f"{stem}.{lang}.gz" for lang in (src_lang, tgt_lang)],
-                          f"expected Tatoeba files {stem}.de.gz and {stem}.en.gz (one sentence a line, aligned)")
+                          f"expected Tatoeba files {stem}.de.gz and {stem}.en.gz (one sentence a "
+                          "line, aligned)")
     if split != "tatoeba_test":
         train, dev = tatoeba_split(pairs, avoid=sentences_to_avoid_in_dev(directory))
         pairs = train if split == "tatoeba_train" else dev
@@ -260,10 +274,12 @@ def read_any_split(split: str, src_lang: str, tgt_lang: str, data_dir=None, tato
 
 @dataclass(frozen=True)
 class Mix:
-    """How many times each corpus's training pairs appear in one epoch (upsampling by repetition)."""
+    """How many times each corpus's training pairs appear in one epoch (upsampling by
+    repetition)."""
 
     multi30k: int = 1
     tatoeba: int = 0
 
-    def combine(self, multi30k: list[tuple[str, str]], tatoeba: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    def combine(self, multi30k: list[tuple[str, str]],
+                tatoeba: list[tuple[str, str]]) -> list[tuple[str, str]]:
         return multi30k * self.multi30k + tatoeba * self.tatoeba

@@ -1,4 +1,5 @@
-"""Subword tokenizer (joint German+English BPE) and the input rules shared by the CLI and the app."""
+"""Subword tokenizer (joint German+English BPE) and the input rules shared by the CLI and the
+app."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from transformer_viz.core.special_tokens import BOS, EOS, PAD, SPECIAL_TOKENS, U
 
 # Characters removed before tokenizing, because they are invisible and can disguise text: control
 # characters (tab, newline and the other whitespace controls become a space), every format character
-# (category Cf: zero-width space/joiner, bidi embeddings, overrides, isolates and marks, soft hyphen,
-# tag characters, BOM, …), lone surrogates (they cannot even be encoded as UTF-8), non-characters,
-# variation selectors and the "filler" letters that render as nothing.
+# (category Cf: zero-width space/joiner, bidi embeddings, overrides, isolates and marks, soft
+# hyphen, tag characters, BOM, …), lone surrogates (they cannot even be encoded as UTF-8),
+# non-characters, variation selectors and the "filler" letters that render as nothing.
 _INVISIBLE_EXTRA = {
     "\u034f",  # combining grapheme joiner
     "\u115f", "\u1160", "\u3164", "\uffa0",  # Hangul fillers: letters that draw nothing
@@ -31,37 +32,44 @@ def _invisible(ch: str) -> bool:
     category = unicodedata.category(ch)
     if category in ("Cc", "Cf", "Cs"):
         return True
-    if 0xFDD0 <= o <= 0xFDEF or (o & 0xFFFE) == 0xFFFE:  # non-characters, never meant for interchange
+    # non-characters, never meant for interchange
+    if 0xFDD0 <= o <= 0xFDEF or (o & 0xFFFE) == 0xFFFE:
         return True
-    return ch in _INVISIBLE_EXTRA or 0xFE00 <= o <= 0xFE0F or 0xE0100 <= o <= 0xE01EF  # variation selectors
+    # variation selectors
+    return ch in _INVISIBLE_EXTRA or 0xFE00 <= o <= 0xFE0F or 0xE0100 <= o <= 0xE01EF
 
 
 DEFAULT_MAX_CHARS = 1000
 
 # One tokenizer serves every session of the app. transformers reconfigures the shared Rust tokenizer
-# (truncation, padding, special-token handling) inside any call that asks for different settings, and
-# PyO3 then refuses a concurrent call with "RuntimeError: Already borrowed". Tokenizing a sentence
-# takes microseconds, so serialising our calls costs nothing measurable and rules that out.
+# (truncation, padding, special-token handling) inside any call that asks for different settings,
+# and PyO3 then refuses a concurrent call with "RuntimeError: Already borrowed". Tokenizing a
+# sentence takes microseconds, so serialising our calls costs nothing measurable and rules that out.
 _TOKENIZER_LOCK = threading.Lock()
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int = 8000, min_frequency: int = 2) -> SubwordTokenizer:
+def train_tokenizer(texts: Iterable[str], vocab_size: int = 8000,
+                    min_frequency: int = 2) -> SubwordTokenizer:
     """Train a BPE vocabulary on the texts (both languages together)."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE(unk_token=SPECIAL_TOKENS["unk_token"]))
     tok.normalizer = normalizers.NFKC()
-    # Metaspace marks word starts with ▁, so decoding restores spaces exactly (detokenized BLEU needs it);
-    # unlike byte-level BPE, a character never seen in training becomes the visible <unk>.
-    # Punctuation is split off too, so "Fahrrad." and "Fahrrad" share the subword "▁Fahrrad".
-    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Metaspace(), pre_tokenizers.Punctuation()])
+    # Metaspace marks word starts with ▁, so decoding restores spaces exactly
+    # (detokenized BLEU needs it); unlike byte-level BPE, a character never seen in training becomes
+    # the visible <unk>. Punctuation is split off too, so "Fahrrad." and "Fahrrad" share the subword
+    # "▁Fahrrad".
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Metaspace(),
+                                                 pre_tokenizers.Punctuation()])
     tok.decoder = decoders.Metaspace()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
         min_frequency=min_frequency,
-        special_tokens=[SPECIAL_TOKENS[k] for k in ("pad_token", "bos_token", "eos_token", "unk_token")],
+        special_tokens=[SPECIAL_TOKENS[k]
+                        for k in ("pad_token", "bos_token", "eos_token", "unk_token")],
         show_progress=False,
-        # Characters typed in markup or special-token look-alikes ("<pad>") stay ordinary text, not <unk>.
+        # Characters typed in markup or special-token look-alikes ("<pad>") stay ordinary text, not
+        # <unk>.
         initial_alphabet=list("<>/\\[]{}()#@&*+=%$^~|_"),
     )
     tok.train_from_iterator(texts, trainer=trainer)
@@ -69,16 +77,20 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 8000, min_frequency:
 
 
 class SubwordTokenizer:
-    """Our BPE vocabulary (a Rust ``tokenizers.Tokenizer``) behind the part of transformers' fast-tokenizer
-    interface the project uses: ``tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)``,
-    ``convert_ids_to_tokens``, ``convert_tokens_to_ids``, ``decode``, ``get_vocab``, ``len`` and the special
-    tokens and IDs. It gives what ``PreTrainedTokenizerFast(tokenizer_object=backend, **SPECIAL_TOKENS)``
-    with ``split_special_tokens`` gives (tests/unit/test_tokenizer.py compares them), without importing
-    transformers: that import is 0.6 CPU-seconds and 20 MiB of a fresh server's first model load, and the
-    app never needs the rest of it. :meth:`save_pretrained` writes the files transformers would.
+    """Our BPE vocabulary (a Rust ``tokenizers.Tokenizer``) behind the part of transformers'
+    fast-tokenizer interface the project uses:
+    ``tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)``,
+    ``convert_ids_to_tokens``, ``convert_tokens_to_ids``, ``decode``, ``get_vocab``, ``len`` and the
+    special tokens and IDs. It gives what
+    ``PreTrainedTokenizerFast(tokenizer_object=backend, **SPECIAL_TOKENS)`` with
+    ``split_special_tokens`` gives (tests/unit/test_tokenizer.py compares them), without importing
+    transformers: that import is 0.6 CPU-seconds and 20 MiB of a fresh server's first model load,
+    and the app never needs the rest of it. :meth:`save_pretrained` writes the files transformers
+    would.
 
-    Typed "<pad>", "<s>", "</s>" or "<unk>" stays text: it is split into ordinary subwords, never read as
-    the special token. Every method only reads the Rust tokenizer, so sessions may share one."""
+    Typed "<pad>", "<s>", "</s>" or "<unk>" stays text: it is split into ordinary subwords, never
+    read as the special token. Every method only reads the Rust tokenizer, so sessions may share
+    one."""
 
     def __init__(self, backend) -> None:
         self.backend_tokenizer = backend
@@ -88,7 +100,8 @@ class SubwordTokenizer:
             setattr(self, f"{name}_id", backend.token_to_id(token))
         for token, expected in zip(("<pad>", "<s>", "</s>", "<unk>"), (PAD, BOS, EOS, UNK)):
             if backend.token_to_id(token) != expected:
-                raise ValueError(f"tokenizer has {token} at id {backend.token_to_id(token)}, expected {expected}")
+                raise ValueError(f"tokenizer has {token} at id {backend.token_to_id(token)}, "
+                                 f"expected {expected}")
 
     def __len__(self) -> int:
         return self.backend_tokenizer.get_vocab_size(with_added_tokens=True)
@@ -98,8 +111,9 @@ class SubwordTokenizer:
 
     def __call__(self, text: str | list[str], add_special_tokens: bool = True,
                  return_offsets_mapping: bool = False) -> dict:
-        """{"input_ids": ids} for a text, or a list of them for a list of texts; with ``offset_mapping``
-        (each token's character span in the text) when asked. Ours adds no special tokens either way."""
+        """{"input_ids": ids} for a text, or a list of them for a list of texts; with
+        ``offset_mapping`` (each token's character span in the text) when asked. Ours adds no
+        special tokens either way."""
         single = isinstance(text, str)
         encodings = self.backend_tokenizer.encode_batch([text] if single else list(text),
                                                         add_special_tokens=add_special_tokens)
@@ -120,19 +134,23 @@ class SubwordTokenizer:
         return [self.convert_tokens_to_ids(t) for t in tokens]
 
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = False) -> str:
-        return self.backend_tokenizer.decode([int(i) for i in ids], skip_special_tokens=skip_special_tokens)
+        return self.backend_tokenizer.decode([int(i) for i in ids],
+                                             skip_special_tokens=skip_special_tokens)
 
     def save_pretrained(self, directory: str) -> None:
-        """tokenizer.json and tokenizer_config.json, as transformers writes them (it is imported here)."""
+        """tokenizer.json and tokenizer_config.json, as transformers writes them
+        (it is imported here)."""
         from tokenizers import Tokenizer
 
-        # A copy: transformers' wrapper may change the Rust tokenizer it is given, and sessions share this one.
+        # A copy: transformers' wrapper may change the Rust tokenizer it is given, and sessions
+        # share this one.
         hf_tokenizer(Tokenizer.from_str(self.backend_tokenizer.to_str())).save_pretrained(directory)
 
 
 def hf_tokenizer(backend):
-    """The same vocabulary as a transformers ``PreTrainedTokenizerFast``, for what hands it to transformers
-    (saving, exporting a Marian directory). Typed special tokens stay text there too."""
+    """The same vocabulary as a transformers ``PreTrainedTokenizerFast``, for what hands it to
+    transformers (saving, exporting a Marian directory). Typed special tokens stay text there
+    too."""
     from transformers import PreTrainedTokenizerFast
 
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, **SPECIAL_TOKENS)
@@ -145,7 +163,8 @@ def load_tokenizer(directory: str | Path) -> SubwordTokenizer:
     """Load a tokenizer saved with ``save_pretrained``, reading only its tokenizer.json.
 
     tokenizer.json is plain JSON parsed by the Rust ``tokenizers`` library: no code runs, nothing is
-    fetched from the network, and tokenizer_config.json (which could name other classes) is not read.
+    fetched from the network, and tokenizer_config.json (which could name other classes) is not
+    read.
     """
     from tokenizers import Tokenizer
 
@@ -160,7 +179,8 @@ class CleanText:
     """The result of applying the input rules to user text."""
 
     text: str
-    removed: list[str] = field(default_factory=list)  # descriptions of removed characters, e.g. "U+200B ZERO WIDTH SPACE"
+    # descriptions of removed characters, e.g. "U+200B ZERO WIDTH SPACE"
+    removed: list[str] = field(default_factory=list)
     truncated_chars: int = 0  # characters cut beyond the length cap
     max_chars: int = 0  # the cap that was applied
 
@@ -183,12 +203,13 @@ def _counted(items: list[str], limit: int, quote: bool = True) -> str:
     counts: dict[str, int] = {}
     for item in items:
         counts[item] = counts.get(item, 0) + 1
-    shown = [(repr(k) if quote else k) + (f" (×{n})" if n > 1 else "") for k, n in list(counts.items())[:limit]]
+    shown = [(repr(k) if quote else k) + (f" (×{n})" if n > 1 else "")
+             for k, n in list(counts.items())[:limit]]
     return ", ".join(shown) + (", …" if len(counts) > limit else "")
 
 
-_C0_NAMES = ("NUL SOH STX ETX EOT ENQ ACK BEL BS HT LF VT FF CR SO SI DLE DC1 DC2 DC3 DC4 NAK SYN ETB CAN EM SUB "
-             "ESC FS GS RS US").split()
+_C0_NAMES = ("NUL SOH STX ETX EOT ENQ ACK BEL BS HT LF VT FF CR SO SI DLE DC1 DC2 DC3 DC4 NAK SYN "
+             "ETB CAN EM SUB ESC FS GS RS US").split()
 
 
 def _describe(ch: str) -> str:
@@ -204,7 +225,8 @@ _SCAN_FACTOR = 20
 
 
 def clean_text(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> CleanText:
-    """Remove control, zero-width and bidi characters, normalise (NFC) and collapse whitespace, cap the length."""
+    """Remove control, zero-width and bidi characters, normalise (NFC) and collapse whitespace, cap
+    the length."""
     text = str(text)
     scan = max_chars * _SCAN_FACTOR
     unscanned = max(0, len(text) - scan)
@@ -219,7 +241,8 @@ def clean_text(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> CleanText:
                 kept.append(" ")
         else:
             kept.append(ch)
-    # NFC only composes (e + U+0301 -> é): what is shown looks the same, and offsets line up with it.
+    # NFC only composes (e + U+0301 -> é): what is shown looks the same, and offsets line up with
+    # it.
     cleaned = re.sub(r"\s+", " ", unicodedata.normalize("NFC", "".join(kept))).strip()
     truncated = max(0, len(cleaned) - max_chars)
     if truncated:
@@ -246,12 +269,12 @@ class EncodedSource:
     def messages(self) -> list[str]:
         notes = self.clean.messages()
         if self.truncated_tokens:
-            notes.append(f"The sentence was cut to {len(self.ids)} tokens, the model's maximum number of positions: "
-                         f"{self.truncated_tokens} token(s) ({len(self.dropped_text)} characters at the end) "
-                         f"were not used.")
+            notes.append(f"The sentence was cut to {len(self.ids)} tokens, the model's maximum "
+                         f"number of positions: {self.truncated_tokens} token(s) "
+                         f"({len(self.dropped_text)} characters at the end) were not used.")
         if self.unknown:
-            notes.append(f"{self.ids.count(self.unk_id)} token(s) became <unk> because the vocabulary lacks these "
-                         f"characters: " + _counted(self.unknown, 8))
+            notes.append(f"{self.ids.count(self.unk_id)} token(s) became <unk> because the "
+                         "vocabulary lacks these characters: " + _counted(self.unknown, 8))
         return notes
 
 
@@ -259,7 +282,8 @@ class InputError(ValueError):
     """User input that cannot be run (e.g. empty); the message is meant for the user."""
 
 
-def encode_source(tokenizer, text: str, max_tokens: int, max_chars: int = DEFAULT_MAX_CHARS) -> EncodedSource:
+def encode_source(tokenizer, text: str, max_tokens: int,
+                  max_chars: int = DEFAULT_MAX_CHARS) -> EncodedSource:
     """Apply the input rules and tokenize: IDs end with </s>, at most ``max_tokens`` in all.
 
     Typed "<pad>", "<s>", "</s>" or "<unk>" is ordinary text (see :class:`SubwordTokenizer`);
@@ -271,8 +295,9 @@ def encode_source(tokenizer, text: str, max_tokens: int, max_chars: int = DEFAUL
     clean = clean_text(text, max_chars)
     if clean.empty:
         if clean.truncated_chars:
-            raise InputError(f"Please type a sentence: the first {max_chars * _SCAN_FACTOR} characters of the text "
-                             "hold nothing visible, and the rest is beyond the length limit.")
+            raise InputError(f"Please type a sentence: the first {max_chars * _SCAN_FACTOR} "
+                             "characters of the text hold nothing visible, and the rest is beyond "
+                             "the length limit.")
         raise InputError("Please type a sentence: the text is empty"
                          + (" after removing invisible characters." if clean.removed else "."))
     with _TOKENIZER_LOCK:
@@ -281,7 +306,8 @@ def encode_source(tokenizer, text: str, max_tokens: int, max_chars: int = DEFAUL
     ids, offsets = list(enc["input_ids"]), list(enc["offset_mapping"])
     if not ids:
         raise InputError("Please type a sentence: nothing in the text can be turned into tokens.")
-    # A vocabulary could in principle merge typed characters into a special token; never pass one on.
+    # A vocabulary could in principle merge typed characters into a special token; never pass one
+    # on.
     ids = [unk if i in (pad, bos, eos) else i for i in ids]
     keep = max_tokens - 1  # room for </s>
     truncated = max(0, len(ids) - keep)
@@ -289,7 +315,8 @@ def encode_source(tokenizer, text: str, max_tokens: int, max_chars: int = DEFAUL
     if truncated:
         cut = offsets[keep][0]
         dropped = clean.text[cut:]
-        clean = CleanText(clean.text[:cut].rstrip(), clean.removed, clean.truncated_chars, clean.max_chars)
+        clean = CleanText(clean.text[:cut].rstrip(), clean.removed, clean.truncated_chars,
+                          clean.max_chars)
         ids, offsets = ids[:keep], offsets[:keep]
     unknown = [clean.text[a:b] or "?" for i, (a, b) in _unique_spans(ids, offsets, unk) if i == unk]
     ids = ids + [eos]
@@ -301,7 +328,8 @@ def encode_source(tokenizer, text: str, max_tokens: int, max_chars: int = DEFAUL
 def special_ids(tokenizer) -> tuple[int, int | None, int, int]:
     """(<pad>, <s>, </s>, <unk>) IDs of a tokenizer: PAD, BOS, EOS, UNK for ours; an imported Marian
     vocabulary has its own and no <s> (None; its decoder starts with <pad>)."""
-    return tokenizer.pad_token_id, tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.unk_token_id
+    return (tokenizer.pad_token_id, tokenizer.bos_token_id, tokenizer.eos_token_id,
+            tokenizer.unk_token_id)
 
 
 def _unique_spans(ids: list[int], offsets: list[tuple[int, int]], unk: int = UNK):
@@ -319,37 +347,43 @@ def decode(tokenizer, ids: Iterable[int]) -> str:
     """IDs -> text, stopping at </s> and dropping the special tokens."""
     with _TOKENIZER_LOCK:
         pad, bos, eos, _ = special_ids(tokenizer)
-    kept = [i for i in output_ids(ids, eos, pad) if i != bos]  # a <s> the model wrote is no text either
+    # a <s> the model wrote is no text either
+    kept = [i for i in output_ids(ids, eos, pad) if i != bos]
     with _TOKENIZER_LOCK:
         return tokenizer.decode(kept, skip_special_tokens=False).strip()
 
 
-# --- input notes in plain words -------------------------------------------------------------------------
+# --- input notes in plain words -------------------------------------------------------------------
 
 _PLAIN_NAMES = [
     (re.compile(r"VARIATION SELECTOR"), "an emoji or text variation mark"),
     (re.compile(r"ZERO WIDTH (NO-BREAK )?SPACE|BYTE ORDER MARK"), "an invisible space"),
     (re.compile(r"ZERO WIDTH (NON-)?JOINER|WORD JOINER|GRAPHEME JOINER"), "an invisible joiner"),
     (re.compile(r"SOFT HYPHEN"), "a hidden hyphenation point"),
-    (re.compile(r"(LEFT|RIGHT)-TO-(LEFT|RIGHT)|DIRECTIONAL|POP DIRECTIONAL"), "a text-direction mark"),
+    (re.compile(r"(LEFT|RIGHT)-TO-(LEFT|RIGHT)|DIRECTIONAL|POP DIRECTIONAL"),
+     "a text-direction mark"),
     (re.compile(r"^TAG "), "an invisible tag character"),
     (re.compile(r"control character"), "a control character"),
 ]
 
 
 def plain_character(description: str) -> str:
-    """'U+FE0F VARIATION SELECTOR-16' -> 'an emoji or text variation mark (U+FE0F VARIATION SELECTOR-16)'."""
+    """'U+FE0F VARIATION SELECTOR-16' -> 'an emoji or text variation mark (U+FE0F VARIATION
+    SELECTOR-16)'."""
     name = description.split(" ", 1)[1] if " " in description else description
     for pattern, plain in _PLAIN_NAMES:
         if pattern.search(name):
             return f"{plain} ({description})"
-    category = unicodedata.category(chr(int(description[2:].split()[0], 16))) if description.startswith("U+") else ""
-    return f"{'a control character' if category == 'Cc' else 'an invisible character'} ({description})"
+    category = (unicodedata.category(chr(int(description[2:].split()[0], 16)))
+                if description.startswith("U+") else "")
+    return (f"{'a control character' if category == 'Cc' else 'an invisible character'} "
+            f"({description})")
 
 
 def removed_note(removed: list[str]) -> str:
-    """'Removed 1 invisible character: an emoji or text variation mark (U+FE0F VARIATION SELECTOR-16).' for
-    the characters clean_text removed: what it was in plain words, the code point for those who want it."""
+    """'Removed 1 invisible character: an emoji or text variation mark (U+FE0F VARIATION
+    SELECTOR-16).' for the characters clean_text removed: what it was in plain words, the code point
+    for those who want it."""
     counts = Counter(removed)
     parts = [plain_character(d) + (f" ×{n}" if n > 1 else "") for d, n in counts.items()]
     shown = parts[:6] + (["…"] if len(parts) > 6 else [])

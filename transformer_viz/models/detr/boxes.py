@@ -1,14 +1,16 @@
-"""Boxes, their overlap, and the set loss of DETR: every prediction is paired with at most one object by the
-Hungarian algorithm (the pairing of least total cost), and only then is the loss taken.
+"""Boxes, their overlap, and the set loss of DETR: every prediction is paired with at most one
+object by the Hungarian algorithm (the pairing of least total cost), and only then is the loss
+taken.
 
-Boxes are (cx, cy, w, h), fractions of the canvas side, as the model predicts them; (x0, y0, x1, y1) corners are
-used to measure overlap. With M queries and n ≤ M objects the cost of pairing query i with object j is
+Boxes are (cx, cy, w, h), fractions of the canvas side, as the model predicts them; (x0, y0, x1, y1)
+corners are used to measure overlap. With M queries and n ≤ M objects the cost of pairing query i
+with object j is
 
     C[i, j] = −w_class · p_i(c_j) + w_L1 · ‖b_i − b_j‖₁ − w_GIoU · GIoU(b_i, b_j),
 
-the pairing σ minimises Σ_j C[σ(j), j], and the loss is cross-entropy on every query (the unpaired ones must
-say ∅, with a weight of ``no_object_weight``, since they are most of the queries) plus the L1 and 1 − GIoU
-terms on the paired ones.
+the pairing σ minimises Σ_j C[σ(j), j], and the loss is cross-entropy on every query
+(the unpaired ones must say ∅, with a weight of ``no_object_weight``, since they are most of the
+queries) plus the L1 and 1 − GIoU terms on the paired ones.
 """
 
 from __future__ import annotations
@@ -44,9 +46,9 @@ def pairwise_iou(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.
 
 
 def pairwise_giou(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Generalised IoU (Rezatofighi et al., 2019) of corner boxes a (n, 4), b (m, 4) -> (n, m) in [−1, 1]:
-    IoU − (hull − union) / hull, where hull is the smallest box around both; unlike IoU it still has a
-    gradient when the boxes do not touch."""
+    """Generalised IoU (Rezatofighi et al., 2019) of corner boxes a (n, 4), b (m, 4) -> (n, m) in
+    [−1, 1]: IoU − (hull − union) / hull, where hull is the smallest box around both; unlike IoU it
+    still has a gradient when the boxes do not touch."""
     iou, union = pairwise_iou(a, b)
     top_left = torch.minimum(a[:, None, :2], b[None, :, :2])
     bottom_right = torch.maximum(a[:, None, 2:], b[None, :, 2:])
@@ -62,8 +64,8 @@ class LossWeights:
     no_object: float = 0.1  # the weight of the ∅ class in the cross-entropy
 
 
-def matching_cost(class_logits: torch.Tensor, boxes: torch.Tensor, labels: torch.Tensor, target_boxes: torch.Tensor,
-                  w: LossWeights = LossWeights()) -> torch.Tensor:
+def matching_cost(class_logits: torch.Tensor, boxes: torch.Tensor, labels: torch.Tensor,
+                  target_boxes: torch.Tensor, w: LossWeights = LossWeights()) -> torch.Tensor:
     """One canvas: predictions (M, C+1), (M, 4) against n objects (n,), (n, 4) -> cost C (M, n)."""
     probs = class_logits.softmax(-1)[:, labels]  # (M, n)
     l1 = torch.cdist(boxes, target_boxes, p=1)  # (M, n)
@@ -81,30 +83,39 @@ def hungarian_match(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @torch.no_grad()
-def match(class_logits: torch.Tensor, boxes: torch.Tensor, labels: list[torch.Tensor], target_boxes: list[torch.Tensor],
+def match(class_logits: torch.Tensor, boxes: torch.Tensor, labels: list[torch.Tensor],
+          target_boxes: list[torch.Tensor],
           w: LossWeights = LossWeights()) -> list[tuple[np.ndarray, np.ndarray]]:
-    """A batch: (B, M, C+1), (B, M, 4) and per canvas its objects -> per canvas (query indices, object indices)."""
-    return [hungarian_match(matching_cost(class_logits[b].float(), boxes[b].float(), labels[b], target_boxes[b], w)
+    """A batch: (B, M, C+1), (B, M, 4) and per canvas its objects -> per canvas
+    (query indices, object indices)."""
+    return [hungarian_match(matching_cost(class_logits[b].float(), boxes[b].float(), labels[b],
+                                          target_boxes[b], w)
                             .cpu().numpy()) for b in range(len(labels))]
 
 
 def set_loss(class_logits: torch.Tensor, boxes: torch.Tensor, labels: list[torch.Tensor],
-             target_boxes: list[torch.Tensor], w: LossWeights = LossWeights()) -> dict[str, torch.Tensor]:
-    """The DETR loss of one decoder layer's predictions (B, M, C+1), (B, M, 4): a dict of its three terms and
-    their weighted sum under "loss". Box terms are averaged over the objects of the batch."""
+             target_boxes: list[torch.Tensor],
+             w: LossWeights = LossWeights()) -> dict[str, torch.Tensor]:
+    """The DETR loss of one decoder layer's predictions (B, M, C+1), (B, M, 4): a dict of its three
+    terms and their weighted sum under "loss". Box terms are averaged over the objects of the
+    batch."""
     B, M, n_logits = class_logits.shape
     pairs = match(class_logits, boxes, labels, target_boxes, w)
-    target_classes = torch.full((B, M), n_logits - 1, dtype=torch.long, device=class_logits.device)  # all ∅
+    # all ∅
+    target_classes = torch.full((B, M), n_logits - 1, dtype=torch.long, device=class_logits.device)
     for b, (queries, objects) in enumerate(pairs):
         target_classes[b, torch.as_tensor(queries, dtype=torch.long)] = labels[b][objects]
     class_weight = torch.ones(n_logits, device=class_logits.device)
     class_weight[-1] = w.no_object
-    ce = F.cross_entropy(class_logits.reshape(B * M, n_logits), target_classes.reshape(B * M), class_weight)
+    ce = F.cross_entropy(class_logits.reshape(B * M, n_logits), target_classes.reshape(B * M),
+                         class_weight)
     batch = torch.cat([torch.full((len(q),), b) for b, (q, _) in enumerate(pairs)])  # (n_total,)
     queries = torch.cat([torch.as_tensor(q, dtype=torch.long) for q, _ in pairs])
     predicted = boxes[batch, queries]  # (n_total, 4)
-    wanted = torch.cat([target_boxes[b][objects] for b, (_, objects) in enumerate(pairs)])  # (n_total, 4)
+    # (n_total, 4)
+    wanted = torch.cat([target_boxes[b][objects] for b, (_, objects) in enumerate(pairs)])
     n_objects = max(1, len(wanted))
     l1 = (predicted - wanted).abs().sum() / n_objects
-    giou = (1 - torch.diag(pairwise_giou(cxcywh_to_xyxy(predicted), cxcywh_to_xyxy(wanted)))).sum() / n_objects
+    giou = (1 - torch.diag(pairwise_giou(cxcywh_to_xyxy(predicted),
+                                         cxcywh_to_xyxy(wanted)))).sum() / n_objects
     return {"loss": w.class_ * ce + w.l1 * l1 + w.giou * giou, "class": ce, "l1": l1, "giou": giou}

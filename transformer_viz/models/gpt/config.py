@@ -15,8 +15,9 @@ NO_PAD = -1  # pad_id of a model trained without padding (GPT-2): no token is ev
 
 @dataclass
 class GPTConfig(JsonConfig):
-    """Hyper-parameters of the decoder-only model, named as in :class:`~transformer_viz.models.transformer.config.ModelConfig`
-    (d_model, d_ff, h, N: N blocks in the one stack). ``arch`` tells a checkpoint's loader what to build."""
+    """Hyper-parameters of the decoder-only model, named as in
+    :class:`~transformer_viz.models.transformer.config.ModelConfig` (d_model, d_ff, h, N: N blocks
+    in the one stack). ``arch`` tells a checkpoint's loader what to build."""
 
     vocab_size: int = 8000
     d_model: int = 256
@@ -53,12 +54,16 @@ class GPTConfig(JsonConfig):
         return f"GPT (N={self.N}, d_model={self.d_model}, h={self.h}, d_ff={self.d_ff})"
 
     def validate(self) -> None:
-        """Types and ranges of every field, checked before anything is allocated (ValueError otherwise)."""
-        vocab = self.vocab_size if isinstance(self.vocab_size, int) and not isinstance(self.vocab_size, bool) else 1
-        limits = {"vocab_size": (5, 1_000_000), "d_model": (2, 8192), "d_ff": (1, 65536), "h": (1, 256),
-                  "N": (1, 128), "max_len": (2, 65536), "pad_id": (NO_PAD, vocab - 1), "bos_id": (0, vocab - 1),
-                  "eos_id": (0, vocab - 1), "unk_id": (NO_PAD, vocab - 1)}
-        problems = field_problems(self, limits, ("dropout", "attn_dropout"), ("layer_norm_eps",), ("pre_ln",))
+        """Types and ranges of every field, checked before anything is allocated
+        (ValueError otherwise)."""
+        vocab = (self.vocab_size if isinstance(self.vocab_size, int)
+                 and not isinstance(self.vocab_size, bool) else 1)
+        limits = {"vocab_size": (5, 1_000_000), "d_model": (2, 8192), "d_ff": (1, 65536),
+                  "h": (1, 256), "N": (1, 128), "max_len": (2, 65536),
+                  "pad_id": (NO_PAD, vocab - 1), "bos_id": (0, vocab - 1), "eos_id": (0, vocab - 1),
+                  "unk_id": (NO_PAD, vocab - 1)}
+        problems = field_problems(self, limits, ("dropout", "attn_dropout"), ("layer_norm_eps",),
+                                  ("pre_ln",))
         if problems:  # the estimate needs numbers
             check_size(problems, 0)
         per_block = 4 * self.d_model * self.d_model + 2 * self.d_model * self.d_ff

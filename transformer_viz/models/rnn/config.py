@@ -9,18 +9,21 @@ from transformer_viz.core.jsonconfig import JsonConfig, check_size, field_proble
 from transformer_viz.core.special_tokens import BOS, EOS, PAD, UNK
 
 ARCH = "rnn"
-LIMITS = {"vocab_size": (5, 1_000_000), "d_emb": (1, 8192), "d_hidden": (1, 8192), "max_len": (2, 65536),
-          "pad_id": (PAD, PAD), "bos_id": (BOS, BOS), "eos_id": (EOS, EOS), "unk_id": (UNK, UNK)}
+LIMITS = {"vocab_size": (5, 1_000_000), "d_emb": (1, 8192), "d_hidden": (1, 8192),
+          "max_len": (2, 65536), "pad_id": (PAD, PAD), "bos_id": (BOS, BOS), "eos_id": (EOS, EOS),
+          "unk_id": (UNK, UNK)}
 
 
 @dataclass
 class RNNConfig(JsonConfig):
-    """Hyper-parameters of the recurrent encoder–decoder; ``arch`` tells a checkpoint's loader what to build."""
+    """Hyper-parameters of the recurrent encoder–decoder; ``arch`` tells a checkpoint's loader what
+    to build."""
 
     vocab_size: int = 8000
     d_emb: int = 256  # token embedding width (source, target and output share one matrix)
     d_hidden: int = 512  # GRU state width, encoder and decoder
-    attention: bool = False  # False: the context vector is the only bridge; True: additive attention
+    # False: the context vector is the only bridge; True: additive attention
+    attention: bool = False
     dropout: float = 0.1  # on embeddings and on the deep output
     max_len: int = 256  # longest source or target, in tokens (as the Transformer's positions)
     pad_id: int = PAD
@@ -34,13 +37,14 @@ class RNNConfig(JsonConfig):
             raise ValueError(f"arch must be {ARCH!r}, not {self.arch!r}")
 
     def validate(self) -> None:
-        """Types and ranges of every field, checked before anything is allocated (ValueError otherwise)."""
+        """Types and ranges of every field, checked before anything is allocated
+        (ValueError otherwise)."""
         problems = field_problems(self, LIMITS, ("dropout",), flags=("attention",))
         if problems:  # the estimate needs numbers
             check_size(problems, 0)
         d_in, d_h = self.d_emb + self.d_hidden, self.d_hidden
-        check_size(problems, self.vocab_size * self.d_emb + 3 * (self.d_emb + d_h) * d_h + 3 * (d_in + d_h) * d_h
-                   + 3 * d_h * d_h)
+        check_size(problems, self.vocab_size * self.d_emb + 3 * (self.d_emb + d_h) * d_h
+                   + 3 * (d_in + d_h) * d_h + 3 * d_h * d_h)
 
     @property
     def name(self) -> str:

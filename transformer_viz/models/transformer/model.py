@@ -1,14 +1,16 @@
-"""The encoder–decoder Transformer of "Attention Is All You Need" (Vaswani et al., 2017), top to bottom.
+"""The encoder–decoder Transformer of "Attention Is All You Need" (Vaswani et al., 2017), top to
+bottom.
 
 This one forward pass is what the app, the command line, the notebook, training and decoding run:
 decoding calls it one position at a time with a key/value cache (``start_state`` / ``decode_step``).
 Every documented name (docs/trace_names.md) is a hook point (core/hooks.py): a
-:class:`~transformer_viz.core.trace.Trace` records them all; :class:`~transformer_viz.core.hooks.Hooks`
-read or replace chosen ones (switch a head off, patch in another run's activation, read a layer's stream).
-Attention runs through PyTorch's fused ``scaled_dot_product_attention`` unless something reads its
-steps; then it runs the explicit softmax(QKᵀ/√d_k)·V that a student reads. The weight products go
-through models/products.py, which lays the weights out for speed when no gradient is wanted.
-No tensor is ever kept on a module between calls.
+:class:`~transformer_viz.core.trace.Trace` records them all;
+:class:`~transformer_viz.core.hooks.Hooks` read or replace chosen ones (switch a head off, patch in
+another run's activation, read a layer's stream). Attention runs through PyTorch's fused
+``scaled_dot_product_attention`` unless something reads its steps; then it runs the explicit
+softmax(QKᵀ/√d_k)·V that a student reads. The weight products go through models/products.py, which
+lays the weights out for speed when no gradient is wanted. No tensor is ever kept on a module
+between calls.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from transformer_viz.models.transformer.config import ModelConfig
 
 
 def sinusoidal_positional_encoding(length: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
-    """PE(pos, 2i) = sin(pos / base^(2i/d_model)), PE(pos, 2i+1) = cos(pos / base^(2i/d_model)). -> (length, d_model)"""
+    """PE(pos, 2i) = sin(pos / base^(2i/d_model)), PE(pos, 2i+1) = cos(pos / base^(2i/d_model)).
+    -> (length, d_model)"""
     pos = torch.arange(length, dtype=torch.float64)[:, None]  # (L, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (d_model/2,)
     angle = pos / base ** (two_i / d_model)  # (L, d_model/2)
@@ -41,7 +44,8 @@ def sinusoidal_positional_encoding(length: int, d_model: int, base: float = 1000
 class Embedding(nn.Module):
     """Token embedding scaled by √d_model, so that it is not drowned by the positional encoding.
 
-    ``scale=False`` leaves the rows as they are (Marian models trained without the scale, see checkpoints/marian.py)."""
+    ``scale=False`` leaves the rows as they are (Marian models trained without the scale, see
+    checkpoints/marian.py)."""
 
     def __init__(self, vocab_size: int, d_model: int, scale: bool = True) -> None:
         super().__init__()
@@ -54,7 +58,8 @@ class Embedding(nn.Module):
 
 
 class MultiHeadAttention(nn.Module):
-    """MultiHead(Q, K, V) = Concat(head_1, …, head_h) W_O, head_i = Attention(Q W_Q_i, K W_K_i, V W_V_i)."""
+    """MultiHead(Q, K, V) = Concat(head_1, …, head_h) W_O,
+    head_i = Attention(Q W_Q_i, K W_K_i, V W_V_i)."""
 
     def __init__(self, d_model: int, h: int, attn_dropout: float = 0.0) -> None:
         super().__init__()
@@ -81,8 +86,8 @@ class MultiHeadAttention(nn.Module):
         (attend everywhere) -> (B, Lq, d_model).
 
         ``cache`` ({"k", "v"}, decoding one position at a time): self-attention (``x_kv is x_q``)
-        appends this call's keys and values to the earlier positions'; cross-attention computes its keys
-        and values once (:meth:`keys_values`) and reads them at every later step.
+        appends this call's keys and values to the earlier positions'; cross-attention computes its
+        keys and values once (:meth:`keys_values`) and reads them at every later step.
         """
         self_attention = x_kv is x_q
         if cache is not None and not self_attention and "k" in cache:
@@ -116,7 +121,8 @@ class MultiHeadAttention(nn.Module):
         else:
             dropout_p = self.attn_dropout if self.training else 0.0
             heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
-        # A hook here that zeroes head i's rows switches the head off: W_O never sees it (b_O still flows).
+        # A hook here that zeroes head i's rows switches the head off: W_O never sees it
+        # (b_O still flows).
         heads = point(hooks, f"{name}.heads", heads)  # (B, h, Lq, d_k)
         B, _, Lq, _ = heads.shape
         concat = heads.transpose(1, 2).reshape(B, Lq, self.h * self.d_k)  # (B, Lq, d_model)
@@ -124,16 +130,17 @@ class MultiHeadAttention(nn.Module):
         return point(hooks, f"{name}.out", out)
 
 
-# The feed-forward nonlinearities a config may name (config.ACTIVATIONS): the paper's ReLU, the exact
-# GELU and swish (x·sigmoid(x)) that imported Marian models use (transformers' "gelu" and "swish"), and
-# GPT-2's tanh approximation of GELU (transformers' "gelu_new"), which models/gpt/ uses.
+# The feed-forward nonlinearities a config may name (config.ACTIVATIONS): the paper's ReLU, the
+# exact GELU and swish (x·sigmoid(x)) that imported Marian models use (transformers' "gelu" and
+# "swish"), and GPT-2's tanh approximation of GELU (transformers' "gelu_new"), which models/gpt/
+# uses.
 _ACTIVATION_FUNCTIONS = {"relu": F.relu, "gelu": F.gelu, "swish": F.silu,
                          "gelu_tanh": lambda x: F.gelu(x, approximate="tanh")}
 
 
 class FeedForward(nn.Module):
-    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, applied to every position separately (max(0, ·) is the
-    config's activation: ReLU unless an imported model needs another)."""
+    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, applied to every position separately
+    (max(0, ·) is the config's activation: ReLU unless an imported model needs another)."""
 
     def __init__(self, d_model: int, d_ff: int, activation: str = "relu") -> None:
         super().__init__()
@@ -151,7 +158,8 @@ class FeedForward(nn.Module):
 class AddNorm(nn.Module):
     """The residual connection around a sublayer, with LayerNorm.
 
-    Post-LN (the paper): LayerNorm(x + Dropout(Sublayer(x))). Pre-LN: x + Dropout(Sublayer(LayerNorm(x))).
+    Post-LN (the paper): LayerNorm(x + Dropout(Sublayer(x))).
+    Pre-LN: x + Dropout(Sublayer(LayerNorm(x))).
     """
 
     def __init__(self, d_model: int, dropout: float, pre_ln: bool, eps: float) -> None:
@@ -161,7 +169,8 @@ class AddNorm(nn.Module):
         self.pre_ln = pre_ln
 
     def _points(self, hooks, name: str, residual: torch.Tensor) -> torch.Tensor:
-        """The residual and, for a reader, its per-position mean and (biased) variance over d_model."""
+        """The residual and, for a reader, its per-position mean and (biased) variance over
+        d_model."""
         residual = point(hooks, f"{name}.residual", residual)
         if hooks is not None:
             mean = residual.mean(-1, keepdim=True)  # (B, L, 1)
@@ -172,8 +181,8 @@ class AddNorm(nn.Module):
 
     def forward(self, x: torch.Tensor, sublayer, hooks: Hooks | Trace | None = None,
                 name: str = "") -> torch.Tensor:
-        # The functions rather than the modules' calls: a decoding step runs this 3·N times, and a module
-        # call's overhead is as long as the LayerNorm of one row.
+        # The functions rather than the modules' calls: a decoding step runs this 3·N times, and a
+        # module call's overhead is as long as the LayerNorm of one row.
         norm = self.norm
         if self.pre_ln:
             x = self._points(hooks, name, x)  # Pre-LN: the norm acts on the stream before the sublayer
@@ -194,8 +203,8 @@ class EncoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.h, cfg.attn_dropout)
-        # vit.py and detr.py build these layers from their own configs, which have no activation: ReLU,
-        # as in the paper
+        # vit.py and detr.py build these layers from their own configs, which have no activation:
+        # ReLU, as in the paper
         self.ffn = FeedForward(cfg.d_model, cfg.d_ff, getattr(cfg, "activation", "relu"))
         self.norm1 = AddNorm(cfg.d_model, cfg.dropout, cfg.pre_ln, cfg.layer_norm_eps)
         self.norm2 = AddNorm(cfg.d_model, cfg.dropout, cfg.pre_ln, cfg.layer_norm_eps)
@@ -209,7 +218,8 @@ class EncoderLayer(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    """Masked self-attention → Add & Norm → cross-attention → Add & Norm → feed-forward → Add & Norm."""
+    """Masked self-attention → Add & Norm → cross-attention → Add & Norm → feed-forward
+    → Add & Norm."""
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
@@ -264,9 +274,9 @@ class DecoderState:
         return DecoderState(self.memory.index_select(0, index), src_mask, [pick(c) for c in self.caches], self.length)
 
     def select_beams(self, index: torch.Tensor) -> "DecoderState":
-        """Reorder rows among the beams of the same source (beam search, every step). Those rows share the
-        memory, the mask and the cross-attention keys/values, which therefore stay as they are: only the
-        self-attention caches, which differ from beam to beam, are gathered."""
+        """Reorder rows among the beams of the same source (beam search, every step). Those rows
+        share the memory, the mask and the cross-attention keys/values, which therefore stay as they
+        are: only the self-attention caches, which differ from beam to beam, are gathered."""
         caches = [{**c, "self": {key: value.index_select(0, index) for key, value in c["self"].items()}}
                   for c in self.caches]
         return DecoderState(self.memory, self.src_mask, caches, self.length)
@@ -288,7 +298,8 @@ class Transformer(nn.Module):
                                                                                cfg.scale_embedding)
         self.encoder_layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.N))
         self.decoder_layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.N))
-        # Pre-LN leaves the stream un-normalised after the last layer, so it needs one final LayerNorm.
+        # Pre-LN leaves the stream un-normalised after the last layer, so it needs one final
+        # LayerNorm.
         self.encoder_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.pre_ln else nn.Identity()
         self.decoder_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.pre_ln else nn.Identity()
         if not cfg.tie_embeddings:
@@ -296,7 +307,8 @@ class Transformer(nn.Module):
         if cfg.logits_bias:  # Marian's final_logits_bias: fixed at import, never trained here
             self.register_buffer("logits_bias", torch.zeros(cfg.vocab_size))
         self.embed_dropout = nn.Dropout(cfg.dropout)
-        # A buffer, not a parameter: fixed by the formula, rebuilt from the config, never trained or saved.
+        # A buffer, not a parameter: fixed by the formula, rebuilt from the config, never trained or
+        # saved.
         self.register_buffer("pe", sinusoidal_positional_encoding(cfg.max_len, cfg.d_model, cfg.pe_base),
                              persistent=False)
         self._init_weights()
@@ -317,7 +329,8 @@ class Transformer(nn.Module):
                              f"{self.cfg.max_len}")
         token_ids = point(hooks, f"{side}.token_ids", token_ids)
         embedding = (self.src_embed if side == "src" else self.tgt_embed)(token_ids)  # (B, L, d_model)
-        # A hook may put other vectors here: integrated gradients runs scaled embeddings of no token.
+        # A hook may put other vectors here: integrated gradients runs scaled embeddings of no
+        # token.
         embedding = point(hooks, f"{side}.embedding", embedding)
         positional = point(hooks, f"{side}.positional", self.pe[offset:offset + L])  # (L, d_model)
         x = point(hooks, f"{side}.input", embedding + positional)
@@ -328,8 +341,8 @@ class Transformer(nn.Module):
         """src (B, S) -> memory (B, S, d_model) and the source padding mask (B, 1, 1, S)."""
         hooks = combine(trace, hooks)
         src_mask = padding_mask(src, self.cfg.pad_id)  # (B, 1, 1, S)
-        # Nothing padded: attention without a mask gives the same numbers with less work (a trace shows
-        # the mask, so it gets one).
+        # Nothing padded: attention without a mask gives the same numbers with less work
+        # (a trace shows the mask, so it gets one).
         layer_mask = src_mask if _padded(src_mask) or explicit(hooks, "encoder") else None
         x = self.embed(src, "src", hooks)
         for i, layer in enumerate(self.encoder_layers):
@@ -351,11 +364,12 @@ class Transformer(nn.Module):
         """tgt (B, T) attending to memory (B, S, d_model) -> decoder output (B, T, d_model).
 
         ``causal=False`` drops the subsequent-position mask (the masking lab's "what if" view).
-        ``state`` (decoding, one position per call): tgt is the newest token at position state.length;
-        it may attend to every cached earlier position, so it needs no mask (the target is never padded
-        during generation: finished rows go on writing <pad>, which nobody reads).
-        ``start_at_layer`` = l > 0 with ``stream`` (B, T, d_model), the stream after layer l − 1: only
-        layers l… run (TransformerLens's start_at_layer), for rows that share the layers below.
+        ``state`` (decoding, one position per call): tgt is the newest token at position
+        state.length; it may attend to every cached earlier position, so it needs no mask
+        (the target is never padded during generation: finished rows go on writing <pad>, which
+        nobody reads).
+        ``start_at_layer`` = l > 0 with ``stream`` (B, T, d_model), the stream after layer l − 1:
+        only layers l… run (TransformerLens's start_at_layer), for rows that share the layers below.
         """
         hooks = combine(trace, hooks)
         if state is not None:
@@ -386,27 +400,29 @@ class Transformer(nn.Module):
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor, trace: Trace | None = None,
                 causal: bool = True, hooks: Hooks | Trace | None = None) -> torch.Tensor:
-        """src (B, S), tgt (B, T) token IDs -> logits (B, T, V). Teacher forcing: tgt starts with <s>.
+        """src (B, S), tgt (B, T) token IDs -> logits (B, T, V). Teacher forcing: tgt starts with
+        <s>.
 
-        ``trace`` records every documented name (docs/trace_names.md); ``hooks`` reads or replaces the
-        tensors at chosen names (core/hooks.py)."""
+        ``trace`` records every documented name (docs/trace_names.md); ``hooks`` reads or replaces
+        the tensors at chosen names (core/hooks.py)."""
         hooks = combine(trace, hooks)
         memory, src_mask = self.encode(src, hooks=hooks)
         return self.project(self.decode(tgt, memory, src_mask, causal=causal, hooks=hooks), hooks=hooks)
 
-    # --- decoding: the same forward, one new target position per call, keys/values cached ------------
+    # --- decoding: the same forward, one new target position per call, keys/values cached ---------
 
     def start_state(self, src: torch.Tensor, hooks: Hooks | Trace | None = None) -> DecoderState:
-        """Encode the source once; the cross-attention keys/values depend only on it, so they are computed
-        here, once per sentence (beam search copies them to its beams instead of recomputing them)."""
+        """Encode the source once; the cross-attention keys/values depend only on it, so they are
+        computed here, once per sentence (beam search copies them to its beams instead of
+        recomputing them)."""
         memory, src_mask = self.encode(src, hooks=hooks)
         caches = [{"self": {}, "cross": layer.cross_attn.keys_values(memory)} for layer in self.decoder_layers]
         return DecoderState(memory, src_mask if _padded(src_mask) else None, caches)
 
     def decode_step(self, last_tokens: torch.Tensor, state: DecoderState,
                     hooks: Hooks | Trace | None = None) -> torch.Tensor:
-        """last_tokens (B,) at position state.length -> logits (B, V) for the next position: the forward
-        pass above on one new position, with ``state``'s key/value caches."""
+        """last_tokens (B,) at position state.length -> logits (B, V) for the next position: the
+        forward pass above on one new position, with ``state``'s key/value caches."""
         y = self.decode(last_tokens[:, None], state.memory, state.src_mask, hooks=hooks, state=state)
         return self.project(y, hooks=hooks)[:, 0]  # (B, V)
 

@@ -8,17 +8,20 @@ from dataclasses import dataclass
 from transformer_viz.core.jsonconfig import JsonConfig, check_size, field_problems
 
 ARCH = "vit"
-LIMITS = {"image_size": (1, 1024), "patch_size": (1, 1024), "n_classes": (1, 100_000), "d_model": (2, 8192),
-          "d_ff": (1, 65536), "h": (1, 256), "N": (1, 64)}  # what a config.json may ask for
+# what a config.json may ask for
+LIMITS = {"image_size": (1, 1024), "patch_size": (1, 1024), "n_classes": (1, 100_000),
+          "d_model": (2, 8192), "d_ff": (1, 65536), "h": (1, 256), "N": (1, 64)}
 CLASSES = tuple(str(d) for d in range(10))
 
 
 @dataclass
 class ViTConfig(JsonConfig):
-    """Hyper-parameters of the Vision Transformer; ``arch`` tells a checkpoint's loader what to build.
+    """Hyper-parameters of the Vision Transformer; ``arch`` tells a checkpoint's loader what to
+    build.
 
-    The encoder fields (d_model, d_ff, h, N, dropout, attn_dropout, pre_ln, layer_norm_eps) mean what they
-    mean in :class:`~transformer_viz.models.transformer.config.ModelConfig`: ``transformer.EncoderLayer`` reads them from this config.
+    The encoder fields (d_model, d_ff, h, N, dropout, attn_dropout, pre_ln, layer_norm_eps) mean
+    what they mean in :class:`~transformer_viz.models.transformer.config.ModelConfig`:
+    ``transformer.EncoderLayer`` reads them from this config.
     """
 
     image_size: int = 8  # images are image_size × image_size, one channel, values in [0, 1]
@@ -37,15 +40,18 @@ class ViTConfig(JsonConfig):
     def __post_init__(self) -> None:
         if self.arch != ARCH:
             raise ValueError(f"arch must be {ARCH!r}, not {self.arch!r}")
-        if not isinstance(self.patch_size, int) or not isinstance(self.image_size, int) or self.patch_size < 1 \
-                or self.image_size % self.patch_size != 0:
-            raise ValueError(f"patch_size ({self.patch_size}) must divide image_size ({self.image_size})")
+        if not isinstance(self.patch_size, int) or not isinstance(self.image_size, int) \
+                or self.patch_size < 1 or self.image_size % self.patch_size != 0:
+            raise ValueError(f"patch_size ({self.patch_size}) must divide image_size "
+                             f"({self.image_size})")
         if not isinstance(self.h, int) or self.h < 1 or self.d_model % self.h != 0:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by h ({self.h})")
 
     def validate(self) -> None:
-        """Types and ranges of every field, checked before anything is allocated (ValueError otherwise)."""
-        problems = field_problems(self, LIMITS, ("dropout", "attn_dropout"), ("layer_norm_eps",), ("pre_ln",))
+        """Types and ranges of every field, checked before anything is allocated
+        (ValueError otherwise)."""
+        problems = field_problems(self, LIMITS, ("dropout", "attn_dropout"), ("layer_norm_eps",),
+                                  ("pre_ln",))
         if problems:  # the estimate needs numbers
             check_size(problems, 0)
         check_size(problems, self.N * (4 * self.d_model ** 2 + 2 * self.d_model * self.d_ff))
@@ -61,4 +67,5 @@ class ViTConfig(JsonConfig):
 
     @property
     def name(self) -> str:
-        return f"ViT, {self.patch_size}×{self.patch_size} patches, N {self.N}, d_model {self.d_model}"
+        return (f"ViT, {self.patch_size}×{self.patch_size} patches, N {self.N}, "
+                f"d_model {self.d_model}")
