@@ -1,5 +1,5 @@
-"""app/context.py: the page's context and the session's memory, in the open; and a page script that runs
-on its own, without the router, because it makes its own context."""
+"""app/context.py: the page's context and the session's memory, in the open; and a page script
+that runs on its own, without the router, because it makes its own context."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ def test_the_link_step_goes_to_the_page_it_opened_and_only_once():
     memory.open_link("Decoder", "3")
     memory.open_link("Encoder", "5")  # a later run: the session's first link counts
     sel = Selection("tiny", "ein mann .", 0, 0, "de", "en")
-    assert PageContext("Encoder", sel, memory).link_step() is None  # another page: kept for the Decoder
+    # another page: kept for the Decoder
+    assert PageContext("Encoder", sel, memory).link_step() is None
     decoder = PageContext("Decoder", sel, memory)
     assert decoder.link_step() == "3"
     assert decoder.link_step() is None  # once: the session's own choice counts from now on

@@ -14,7 +14,8 @@ def test_a_page_without_a_selection_stops_before_its_title():
     def page():
         from transformer_viz.app import frame as webapp
 
-        ctx = webapp.open_page("Encoder", None)  # as app.py does when no checkpoint could be offered
+        # as app.py does when no checkpoint could be offered
+        ctx = webapp.open_page("Encoder", None)
         webapp.page_header(ctx, "never shown")
         import streamlit as st
 
