@@ -12,13 +12,6 @@ from transformer_viz.app import loaders, url
 from transformer_viz.app.shared import shared_resource
 from transformer_viz.app.sidebar import Selection
 
-# Measured by bench/heads_stats.py (README, "What does a head do?"): the lesson of step 3 over a
-# test set.
-TEST_SET_NOTE = ("Over the first 500 sentences of test_2016_flickr (checkpoints/de-en, greedy, "
-                 "integrated gradients with 16 steps), the most-attended source token is the "
-                 "most-attributed one at 13 %, 40 % and 56 % of the 7,080 target positions in "
-                 "decoder layers 0, 1 and 2 (mean over heads; 20 %, 56 %, 63 % for the heads' mean "
-                 "attention). Attention is not attribution.")
 OFF_PARAM = "off"  # the URL's heads switched off
 OFF_KEY = "heads_off"  # the page's multiselect
 

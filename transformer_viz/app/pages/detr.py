@@ -5,16 +5,11 @@ where a feature-map cell looks (encoder self-attention), and how training pairs 
 
 import random
 
-import numpy as np
 import streamlit as st
-import torch
 
-from transformer_viz.app import frame, loaders, sidebar, steps, url, widgets
-from transformer_viz.models.detr.boxes import hungarian_match, matching_cost, set_loss
+from transformer_viz.app import detr_view, frame, loaders, sidebar, steps, url, widgets
 from transformer_viz.models.detr.config import CLASSES
-from transformer_viz.plots.detr import (attention_on_canvas_figure, cost_matrix_figure,
-                                        detections_figure,
-                                        query_classes_figure, query_colour)
+from transformer_viz.plots.detr import detections_figure, query_classes_figure
 from transformer_viz.vision.canvases import detections
 
 MAX_SEED = 1_000_000
@@ -77,16 +72,6 @@ detect_tab, cross_tab, self_tab, match_tab = steps.tabs(ctx, [
     key="detr_step")
 query_names = [f"query {q}" for q in range(cfg.n_queries)]
 
-
-def pick_head(column, key: str, weights: np.ndarray) -> tuple[np.ndarray, str]:
-    """A Head picker (a head, or the mean of the heads) -> that head's weights (h, …) -> (…) and its
-    name."""
-    choice = column.selectbox("Head", ["mean"] + list(range(cfg.h)), key=key)
-    if choice == "mean":
-        return weights.mean(0), "mean of the heads"
-    return weights[int(choice)], f"head {choice}"
-
-
 if detect_tab.open:
     with detect_tab:
         texts = [f"q{d.query}: {CLASSES[d.label]} {d.score:.2f}" for d in found]
@@ -112,75 +97,12 @@ if detect_tab.open:
 
 if cross_tab.open:
     with cross_tab:
-        query_col, layer_col, head_col = st.columns(3)
-        default = found[0].query if found else 0
-        query = query_col.selectbox("Query", list(range(cfg.n_queries)), index=default,
-                                    key="detr_query")
-        layer = layer_col.selectbox("Decoder layer", list(range(cfg.n_decoder_layers)),
-                                    index=cfg.n_decoder_layers - 1, key="detr_dec_layer")
-        weights, which = pick_head(head_col, "detr_dec_head",
-                                   trace[f"decoder.{layer}.cross_attn.weights"][0].numpy())
-        weights = weights[query]  # (S,)
-        answer = CLASSES[int(logits[query].argmax())]
-        fig = widgets.cached_figure(attention_on_canvas_figure, canvas.image, weights,
-                                    [boxes[query].numpy()],
-                                    [query_colour(query)], title=f"Query {query} (says {answer}): "
-                                    f"cross-attention, layer {layer}, {which}")
-        widgets.chart(fig, {"cell": list(range(cfg.n_tokens)), "weight": weights}, "detr-cross",
-                      caption=f"Row {query} of decoder.{layer}.cross_attn.weights: how much of "
-                              f"each of the {cfg.grid}×{cfg.grid} feature-map cells this query "
-                              f"reads, spread over the cell's {4 * 4} pixels; its predicted box in "
-                              "its colour. Compare the queries: each reads its own part of the "
-                              "canvas.")
+        detr_view.cross_step(cfg, canvas, trace, found)
 
 if self_tab.open:
     with self_tab:
-        row_col, col_col, layer_col, head_col = st.columns(4)
-        row = row_col.selectbox("Cell row", list(range(cfg.grid)), index=cfg.grid // 2,
-                                key="detr_row")
-        col = col_col.selectbox("Cell column", list(range(cfg.grid)), index=cfg.grid // 2,
-                                key="detr_col")
-        layer = layer_col.selectbox("Encoder layer", list(range(cfg.n_encoder_layers)),
-                                    key="detr_enc_layer")
-        cell = row * cfg.grid + col
-        weights, which = pick_head(head_col, "detr_enc_head",
-                                   trace[f"encoder.{layer}.self_attn.weights"][0].numpy())
-        weights = weights[cell]  # (S,)
-        fig = widgets.cached_figure(attention_on_canvas_figure, canvas.image, weights,
-                                    marker=(row, col),
-                                    title=f"Cell ({row}, {col}) attends to…: encoder layer "
-                                    f"{layer}, {which}")
-        widgets.chart(fig, {"cell": list(range(cfg.n_tokens)), "weight": weights}, "detr-self",
-                      caption=f"Row {cell} of encoder.{layer}.self_attn.weights: the blue square "
-                              "is the cell that asks; orange, the cells it reads. Each cell covers "
-                              "4×4 pixels of the canvas.")
+        detr_view.self_step(cfg, canvas, trace)
 
 if match_tab.open:
     with match_tab:
-        labels, true_boxes = torch.from_numpy(canvas.labels), torch.from_numpy(canvas.boxes)
-        cost = matching_cost(logits, boxes, labels, true_boxes).numpy()  # (M, n)
-        queries, objects = hungarian_match(cost)
-        loss = set_loss(logits[None], boxes[None], [labels], [true_boxes])
-        object_names = [f"{d} (#{j + 1})" for j, d in enumerate(canvas.labels)]
-        left, right = st.columns(2)
-        with left:
-            texts = [f"q{q} → {object_names[j]}" for q, j in zip(queries, objects)]
-            fig = widgets.cached_figure(detections_figure, canvas.image, boxes[queries].numpy(),
-                                        queries.tolist(),
-                                        texts, canvas.boxes,
-                                        title="Hungarian matching: query → true object")
-            widgets.chart(fig, {"query": queries, "object": [object_names[j] for j in objects],
-                                "cost": cost[queries, objects]}, "detr-matching",
-                          caption="Dotted green: the true boxes. Each true object is paired with "
-                                  "the one query that makes the total cost least; in training, "
-                                  "only those queries learn a box, and all the others learn to say "
-                                  "∅.")
-        with right:
-            fig = widgets.cached_figure(cost_matrix_figure, cost,
-                                        list(zip(queries.tolist(), objects.tolist())),
-                                        object_names,
-                                        title="Cost −P(class) + 5·L1 − 2·GIoU; red: the pairing")
-            widgets.chart(fig, widgets.token_frame(cost, query_names, object_names), "detr-cost")
-        st.markdown(f"The set loss of this canvas: cross-entropy **{float(loss['class']):.3f}** (∅ "
-                    f"weighted 0.1) + 5 × L1 **{float(loss['l1']):.3f}** + 2 × (1 − GIoU) "
-                    f"**{float(loss['giou']):.3f}** = **{float(loss['loss']):.3f}**.")
+        detr_view.matching_step(canvas, trace, query_names)
