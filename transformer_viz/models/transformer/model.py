@@ -41,6 +41,14 @@ def sinusoidal_positional_encoding(length: int, d_model: int, base: float = 1000
     return pe.float()
 
 
+def _at_hand(module: nn.Module) -> None:
+    """The module's submodules in its instance dictionary too: ``self.w_q`` is then a plain read,
+    not a failed lookup, a formatted AttributeError and nn.Module.__getattr__ (as long as a small
+    tensor operation; a decoding step reads 55). nn.Module.__setattr__ drops the copy when another
+    module is assigned. Not parameters: ``model.to`` may replace those behind __setattr__'s back."""
+    module.__dict__.update(module._modules)
+
+
 class Embedding(nn.Module):
     """Token embedding scaled by √d_model, so that it is not drowned by the positional encoding.
 
@@ -69,10 +77,21 @@ class MultiHeadAttention(nn.Module):
         self.w_v = nn.Linear(d_model, d_model)
         self.w_o = nn.Linear(d_model, d_model)
         self.attn_dropout = attn_dropout
+        _at_hand(self)
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, L, d_model) -> (B, h, L, d_k)."""
         B, L, _ = x.shape
-        return x.view(B, L, self.h, self.d_k).transpose(1, 2)  # (B, h, L, d_k)
+        if L == 1:  # a decoding step's one position: the same view without the transpose
+            return x.view(B, self.h, 1, self.d_k)
+        return x.view(B, L, self.h, self.d_k).transpose(1, 2)
+
+    def merge_heads(self, heads: torch.Tensor) -> torch.Tensor:
+        """(B, h, L, d_k) -> Concat(head_1, …, head_h), (B, L, d_model)."""
+        B, _, L, _ = heads.shape
+        if L == 1:
+            return heads.reshape(B, 1, self.h * self.d_k)
+        return heads.transpose(1, 2).reshape(B, L, self.h * self.d_k)
 
     def keys_values(self, x_kv: torch.Tensor) -> dict[str, torch.Tensor]:
         """x_kv (B, Lk, d_model) -> {"k": X W_K + b_K, "v": X W_V + b_V}, each (B, h, Lk, d_k)."""
@@ -105,29 +124,34 @@ class MultiHeadAttention(nn.Module):
                     k = torch.cat([cache["k"], k], dim=2)  # (B, h, L_past + Lk, d_k)
                     v = torch.cat([cache["v"], v], dim=2)
                 cache["k"], cache["v"] = k, v
-        q = point(hooks, f"{name}.q", self.split_heads(q))  # (B, h, Lq, d_k)
-        k = point(hooks, f"{name}.k", k)
-        v = point(hooks, f"{name}.v", v)
-
-        if explicit(hooks, name):
-            scores = point(hooks, f"{name}.scores", q @ k.transpose(-2, -1) / math.sqrt(self.d_k))
-            if mask is None:  # attend everywhere: the all-True mask, so that it can be shown
-                mask = torch.ones(1, 1, 1, k.size(2), dtype=torch.bool, device=k.device)
-            mask = point(hooks, f"{name}.mask", mask)
-            masked_scores = point(hooks, f"{name}.masked_scores", scores.masked_fill(~mask, float("-inf")))
-            weights = torch.softmax(masked_scores, dim=-1)  # (B, h, Lq, Lk); masked: exp(−∞) = 0
-            weights = point(hooks, f"{name}.weights", F.dropout(weights, self.attn_dropout, self.training))
-            heads = weights @ v  # (B, h, Lq, d_k)
+        q = self.split_heads(q)  # (B, h, Lq, d_k)
+        # Without hooks (every decoding step) a hook point costs one test, and no name is formatted.
+        if hooks is not None:
+            q, k, v = (point(hooks, f"{name}.q", q), point(hooks, f"{name}.k", k),
+                       point(hooks, f"{name}.v", v))
+        if hooks is not None and hooks.explicit(name):
+            heads = self._written_out(q, k, v, mask, hooks, name)
         else:
             dropout_p = self.attn_dropout if self.training else 0.0
             heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
-        # A hook here that zeroes head i's rows switches the head off: W_O never sees it
-        # (b_O still flows).
-        heads = point(hooks, f"{name}.heads", heads)  # (B, h, Lq, d_k)
-        B, _, Lq, _ = heads.shape
-        concat = heads.transpose(1, 2).reshape(B, Lq, self.h * self.d_k)  # (B, Lq, d_model)
-        (out,) = products.linear(concat, self.w_o)  # (B, Lq, d_model)
-        return point(hooks, f"{name}.out", out)
+        if hooks is not None:  # a hook zeroing head i's rows switches it off (b_O still flows)
+            heads = point(hooks, f"{name}.heads", heads)  # (B, h, Lq, d_k)
+        (out,) = products.linear(self.merge_heads(heads), self.w_o)  # (B, Lq, d_model)
+        return out if hooks is None else point(hooks, f"{name}.out", out)
+
+    def _written_out(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                     mask: torch.Tensor | None, hooks: Hooks | Trace, name: str) -> torch.Tensor:
+        """softmax(QKᵀ/√d_k)·V step by step, each step a hook point -> heads (B, h, Lq, d_k)."""
+        scores = point(hooks, f"{name}.scores", q @ k.transpose(-2, -1) / math.sqrt(self.d_k))
+        if mask is None:  # attend everywhere: the all-True mask, so that it can be shown
+            mask = torch.ones(1, 1, 1, k.size(2), dtype=torch.bool, device=k.device)
+        mask = point(hooks, f"{name}.mask", mask)
+        masked_scores = point(hooks, f"{name}.masked_scores",
+                              scores.masked_fill(~mask, float("-inf")))
+        weights = torch.softmax(masked_scores, dim=-1)  # (B, h, Lq, Lk); masked: exp(−∞) = 0
+        weights = point(hooks, f"{name}.weights",
+                        F.dropout(weights, self.attn_dropout, self.training))
+        return weights @ v  # (B, h, Lq, d_k)
 
 
 # The feed-forward nonlinearities a config may name (config.ACTIVATIONS): the paper's ReLU, the
@@ -147,12 +171,15 @@ class FeedForward(nn.Module):
         self.w_1 = nn.Linear(d_model, d_ff)
         self.w_2 = nn.Linear(d_ff, d_model)
         self.activation = _ACTIVATION_FUNCTIONS[activation]
+        _at_hand(self)
 
     def forward(self, x: torch.Tensor, hooks: Hooks | Trace | None = None, name: str = "") -> torch.Tensor:
         (pre,) = products.linear(x, self.w_1)  # (B, L, d_ff)
-        hidden = point(hooks, f"{name}.hidden", self.activation(pre))
+        hidden = self.activation(pre)
+        if hooks is not None:
+            hidden = point(hooks, f"{name}.hidden", hidden)
         (out,) = products.linear(hidden, self.w_2)  # (B, L, d_model)
-        return point(hooks, f"{name}.out", out)
+        return out if hooks is None else point(hooks, f"{name}.out", out)
 
 
 class AddNorm(nn.Module):
@@ -167,34 +194,56 @@ class AddNorm(nn.Module):
         self.norm = nn.LayerNorm(d_model, eps=eps)
         self.dropout = nn.Dropout(dropout)
         self.pre_ln = pre_ln
+        _at_hand(self)
 
-    def _points(self, hooks, name: str, residual: torch.Tensor) -> torch.Tensor:
-        """The residual and, for a reader, its per-position mean and (biased) variance over
-        d_model."""
+    def _points(self, hooks: Hooks | Trace, name: str, residual: torch.Tensor) -> torch.Tensor:
+        """The residual and, for a reader, its per-position mean and (biased) variance over d_model."""
         residual = point(hooks, f"{name}.residual", residual)
-        if hooks is not None:
-            mean = residual.mean(-1, keepdim=True)  # (B, L, 1)
-            var = (residual - mean).pow(2).mean(-1)  # (B, L): biased, as LayerNorm's; ~3x torch.var's speed
-            point(hooks, f"{name}.mean", mean.squeeze(-1))  # (B, L): read only, LayerNorm computes its own
-            point(hooks, f"{name}.var", var)
+        mean = residual.mean(-1, keepdim=True)  # (B, L, 1)
+        # (B, L): biased, as LayerNorm's; ~3x torch.var's speed
+        var = (residual - mean).pow(2).mean(-1)
+        # (B, L): read only, LayerNorm computes its own
+        point(hooks, f"{name}.mean", mean.squeeze(-1))
+        point(hooks, f"{name}.var", var)
         return residual
 
     def forward(self, x: torch.Tensor, sublayer, hooks: Hooks | Trace | None = None,
                 name: str = "") -> torch.Tensor:
         # The functions rather than the modules' calls: a decoding step runs this 3·N times, and a
-        # module call's overhead is as long as the LayerNorm of one row.
+        # module call's overhead is as long as the LayerNorm of one row. The norm's parameters are
+        # read where nn.Module.__getattr__ finds them, without the failed lookup before it (see
+        # _at_hand).
         norm = self.norm
+        shape, weight, bias, eps = (norm.normalized_shape, norm._parameters["weight"],
+                                    norm._parameters["bias"], norm.eps)
         if self.pre_ln:
-            x = self._points(hooks, name, x)  # Pre-LN: the norm acts on the stream before the sublayer
-            normed = F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
-            normed = point(hooks, f"{name}.out", normed)
+            if hooks is not None:  # Pre-LN: the norm acts on the stream before the sublayer
+                x = self._points(hooks, name, x)
+            normed = F.layer_norm(x, shape, weight, bias, eps)
+            if hooks is not None:
+                normed = point(hooks, f"{name}.out", normed)
             return x + self._dropout(sublayer(normed))
-        residual = self._points(hooks, name, x + self._dropout(sublayer(x)))
-        out = F.layer_norm(residual, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
-        return point(hooks, f"{name}.out", out)
+        residual = x + self._dropout(sublayer(x))
+        if hooks is not None:
+            residual = self._points(hooks, name, residual)
+        out = F.layer_norm(residual, shape, weight, bias, eps)
+        return out if hooks is None else point(hooks, f"{name}.out", out)
 
     def _dropout(self, x: torch.Tensor) -> torch.Tensor:
         return F.dropout(x, self.dropout.p, True) if self.training else x
+
+
+_NAMES: dict = {}
+_PARTS = ("self_attn", "cross_attn", "ffn", "norm1", "norm2", "norm3", "out")  # of a layer
+
+
+def _names(prefix: str, parts=_PARTS) -> tuple[str, ...]:
+    """("decoder.0", parts) -> ("decoder.0.self_attn", …): hook-point names, formatted once rather
+    than at every decoding step."""
+    names = _NAMES.get((prefix, parts))
+    if names is None:
+        names = _NAMES[prefix, parts] = tuple(f"{prefix}.{part}" for part in parts)
+    return names
 
 
 class EncoderLayer(nn.Module):
@@ -208,13 +257,15 @@ class EncoderLayer(nn.Module):
         self.ffn = FeedForward(cfg.d_model, cfg.d_ff, getattr(cfg, "activation", "relu"))
         self.norm1 = AddNorm(cfg.d_model, cfg.dropout, cfg.pre_ln, cfg.layer_norm_eps)
         self.norm2 = AddNorm(cfg.d_model, cfg.dropout, cfg.pre_ln, cfg.layer_norm_eps)
+        _at_hand(self)
 
     def forward(self, x: torch.Tensor, src_mask: torch.Tensor | None, hooks: Hooks | Trace | None,
                 name: str) -> torch.Tensor:
-        x = self.norm1(x, lambda y: self.self_attn(y, y, src_mask, hooks, f"{name}.self_attn"), hooks,
-                       f"{name}.norm1")
-        x = self.norm2(x, lambda y: self.ffn(y, hooks, f"{name}.ffn"), hooks, f"{name}.norm2")
-        return point(hooks, f"{name}.out", x)  # (B, S, d_model)
+        attn_name, _, ffn_name, norm1_name, norm2_name, _, out_name = _names(name)
+        x = self.norm1.forward(x, lambda y: self.self_attn.forward(y, y, src_mask, hooks,
+                                                                   attn_name), hooks, norm1_name)
+        x = self.norm2.forward(x, lambda y: self.ffn.forward(y, hooks, ffn_name), hooks, norm2_name)
+        return x if hooks is None else point(hooks, out_name, x)  # (B, S, d_model)
 
 
 class DecoderLayer(nn.Module):
@@ -230,6 +281,7 @@ class DecoderLayer(nn.Module):
         self.norm1 = AddNorm(cfg.d_model, cfg.dropout, cfg.pre_ln, cfg.layer_norm_eps)
         self.norm2 = AddNorm(cfg.d_model, cfg.dropout, cfg.pre_ln, cfg.layer_norm_eps)
         self.norm3 = AddNorm(cfg.d_model, cfg.dropout, cfg.pre_ln, cfg.layer_norm_eps)
+        _at_hand(self)
 
     def forward(
         self,
@@ -241,15 +293,18 @@ class DecoderLayer(nn.Module):
         name: str,
         cache: dict | None = None,
     ) -> torch.Tensor:
-        self_cache = cache.setdefault("self", {}) if cache is not None else None
-        cross_cache = cache.setdefault("cross", {}) if cache is not None else None
-        y = self.norm1(y, lambda z: self.self_attn(z, z, tgt_mask, hooks, f"{name}.self_attn", self_cache),
-                       hooks, f"{name}.norm1")
+        self_cache = cross_cache = None
+        if cache is not None:
+            self_cache, cross_cache = cache.setdefault("self", {}), cache.setdefault("cross", {})
+        self_name, cross_name, ffn_name, norm1_name, norm2_name, norm3_name, out_name = _names(name)
+        y = self.norm1.forward(y, lambda z: self.self_attn.forward(z, z, tgt_mask, hooks, self_name,
+                                                                   self_cache), hooks, norm1_name)
         # Queries come from the decoder, keys and values from the encoder output.
-        y = self.norm2(y, lambda z: self.cross_attn(z, memory, src_mask, hooks, f"{name}.cross_attn",
-                                                    cross_cache), hooks, f"{name}.norm2")
-        y = self.norm3(y, lambda z: self.ffn(z, hooks, f"{name}.ffn"), hooks, f"{name}.norm3")
-        return point(hooks, f"{name}.out", y)  # (B, T, d_model)
+        y = self.norm2.forward(y, lambda z: self.cross_attn.forward(z, memory, src_mask, hooks,
+                                                                    cross_name, cross_cache),
+                               hooks, norm2_name)
+        y = self.norm3.forward(y, lambda z: self.ffn.forward(z, hooks, ffn_name), hooks, norm3_name)
+        return y if hooks is None else point(hooks, out_name, y)  # (B, T, d_model)
 
 
 @dataclass
@@ -261,6 +316,9 @@ class DecoderState:
     src_mask: torch.Tensor | None  # (B, 1, 1, S); None when no source is padded (attention then needs no mask)
     caches: list[dict] = field(default_factory=list)
     length: int = 0  # target positions already processed
+    # The products' layouts checked during this decode call (models/products.py's checked_once), one
+    # dict for steps of few rows and one for many: shared by every state selected from this one.
+    layouts: dict = field(default_factory=dict)
 
     def select(self, index: torch.Tensor) -> "DecoderState":
         """Reorder/duplicate/drop batch rows: beams of a new source, sentences leaving the batch."""
@@ -271,7 +329,8 @@ class DecoderState:
             return obj.index_select(0, index)
 
         src_mask = None if self.src_mask is None else self.src_mask.index_select(0, index)
-        return DecoderState(self.memory.index_select(0, index), src_mask, [pick(c) for c in self.caches], self.length)
+        return DecoderState(self.memory.index_select(0, index), src_mask,
+                            [pick(c) for c in self.caches], self.length, self.layouts)
 
     def select_beams(self, index: torch.Tensor) -> "DecoderState":
         """Reorder rows among the beams of the same source (beam search, every step). Those rows
@@ -279,7 +338,7 @@ class DecoderState:
         are: only the self-attention caches, which differ from beam to beam, are gathered."""
         caches = [{**c, "self": {key: value.index_select(0, index) for key, value in c["self"].items()}}
                   for c in self.caches]
-        return DecoderState(self.memory, self.src_mask, caches, self.length)
+        return DecoderState(self.memory, self.src_mask, caches, self.length, self.layouts)
 
 
 def _padded(mask: torch.Tensor) -> bool:
@@ -312,6 +371,7 @@ class Transformer(nn.Module):
         self.register_buffer("pe", sinusoidal_positional_encoding(cfg.max_len, cfg.d_model, cfg.pe_base),
                              persistent=False)
         self._init_weights()
+        _at_hand(self)
 
     def _init_weights(self) -> None:
         for name, p in self.named_parameters():
@@ -327,14 +387,18 @@ class Transformer(nn.Module):
         if offset + L > self.cfg.max_len:
             raise ValueError(f"sequence of {offset + L} positions exceeds the model's maximum of "
                              f"{self.cfg.max_len}")
-        token_ids = point(hooks, f"{side}.token_ids", token_ids)
-        embedding = (self.src_embed if side == "src" else self.tgt_embed)(token_ids)  # (B, L, d_model)
-        # A hook may put other vectors here: integrated gradients runs scaled embeddings of no
-        # token.
-        embedding = point(hooks, f"{side}.embedding", embedding)
-        positional = point(hooks, f"{side}.positional", self.pe[offset:offset + L])  # (L, d_model)
-        x = point(hooks, f"{side}.input", embedding + positional)
-        return self.embed_dropout(x)
+        table = self.src_embed if side == "src" else self.tgt_embed
+        positional = self.pe[offset:offset + L]  # (L, d_model)
+        if hooks is None:
+            x = table.forward(token_ids) + positional  # (B, L, d_model)
+        else:
+            token_ids = point(hooks, f"{side}.token_ids", token_ids)
+            # A hook may put other vectors here: integrated gradients runs scaled embeddings of no
+            # token.
+            embedding = point(hooks, f"{side}.embedding", table.forward(token_ids))
+            positional = point(hooks, f"{side}.positional", positional)
+            x = point(hooks, f"{side}.input", embedding + positional)
+        return self.embed_dropout(x) if self.training else x
 
     def encode(self, src: torch.Tensor, trace: Trace | None = None,
                hooks: Hooks | Trace | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -345,9 +409,10 @@ class Transformer(nn.Module):
         # (a trace shows the mask, so it gets one).
         layer_mask = src_mask if _padded(src_mask) or explicit(hooks, "encoder") else None
         x = self.embed(src, "src", hooks)
-        for i, layer in enumerate(self.encoder_layers):
-            x = layer(x, layer_mask, hooks, f"encoder.{i}")
-        return point(hooks, "encoder.out", self.encoder_norm(x)), src_mask
+        layers = self.encoder_layers
+        for layer, name in zip(layers, _names("encoder", range(len(layers)))):
+            x = layer.forward(x, layer_mask, hooks, name)
+        return point(hooks, "encoder.out", self.encoder_norm.forward(x)), src_mask
 
     def decode(
         self,
@@ -379,12 +444,13 @@ class Transformer(nn.Module):
         else:
             tgt_mask = target_mask(tgt, self.cfg.pad_id, causal=causal)  # (B, 1, T, T)
             y = stream if start_at_layer else self.embed(tgt, "tgt", hooks)
-        for i, layer in enumerate(self.decoder_layers):
-            if i < start_at_layer:
-                continue
-            cache = state.caches[i] if state is not None else None
-            y = layer(y, memory, tgt_mask, src_mask, hooks, f"decoder.{i}", cache)
-        return point(hooks, "decoder.out", self.decoder_norm(y))
+        layers = self.decoder_layers
+        caches = state.caches if state is not None else [None] * len(layers)
+        for i, (layer, name) in enumerate(zip(layers, _names("decoder", range(len(layers))))):
+            if i >= start_at_layer:
+                y = layer.forward(y, memory, tgt_mask, src_mask, hooks, name, caches[i])
+        y = self.decoder_norm.forward(y)
+        return y if hooks is None else point(hooks, "decoder.out", y)
 
     def project(self, y: torch.Tensor, trace: Trace | None = None,
                 hooks: Hooks | Trace | None = None) -> torch.Tensor:
@@ -393,8 +459,8 @@ class Transformer(nn.Module):
         weight = self.tgt_embed.weight if self.cfg.tie_embeddings else self.generator.weight  # (V, d_model)
         bias = self.logits_bias if self.cfg.logits_bias else None
         (logits,) = products.project(y, (weight,), (bias,))  # (B, T, V)
-        logits = point(hooks, "logits", logits)
         if hooks is not None:
+            logits = point(hooks, "logits", logits)
             point(hooks, "probs", torch.softmax(logits.float(), dim=-1))  # read only
         return logits
 
@@ -421,10 +487,20 @@ class Transformer(nn.Module):
 
     def decode_step(self, last_tokens: torch.Tensor, state: DecoderState,
                     hooks: Hooks | Trace | None = None) -> torch.Tensor:
-        """last_tokens (B,) at position state.length -> logits (B, V) for the next position: the
-        forward pass above on one new position, with ``state``'s key/value caches."""
-        y = self.decode(last_tokens[:, None], state.memory, state.src_mask, hooks=hooks, state=state)
-        return self.project(y, hooks=hooks)[:, 0]  # (B, V)
+        """last_tokens (B,) at position state.length -> logits (B, V) for the next position: the forward
+        pass above on one new position, with ``state``'s key/value caches. Without hooks or
+        gradients the step runs in inference mode (no autograd bookkeeping: 7 % of its
+        instructions), so its logits and caches are inference tensors: read them, or clone them to
+        change them in place."""
+        grad = torch.is_grad_enabled()
+        layouts = None  # the products' layouts, checked at a decode call's first step only
+        if not grad:
+            layouts = state.layouts.setdefault(last_tokens.size(0) <= products.FEW_ROWS, {})
+        inference = (hooks is None and not grad) or torch.is_inference_mode_enabled()
+        with products.checked_once(layouts), torch.inference_mode(inference):
+            y = self.decode(last_tokens[:, None], state.memory, state.src_mask, hooks=hooks,
+                            state=state)
+            return self.project(y, hooks=hooks)[:, 0]  # (B, V)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
