@@ -13,7 +13,7 @@ import torch
 from transformer_viz.checkpoints import load_checkpoint
 from transformer_viz.core.trace import Trace
 from transformer_viz.generation.decoding import beam_search, greedy_decode
-from transformer_viz.models.transformer.model import DecoderState
+from transformer_viz.models.transformer.state import DecoderState
 from transformer_viz.text.corpora import encode_pairs
 
 ROOT = Path(__file__).resolve().parents[2]

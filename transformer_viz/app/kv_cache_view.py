@@ -1,5 +1,5 @@
-"""The Decoding page's step 3: the key/value cache decoding really uses (generation/kv_cache.py), step
-by step, and the multiply–adds it saves."""
+"""The Decoding page's step 3: the key/value cache decoding really uses (generation/kv_cache.py),
+step by step, and the multiply–adds it saves."""
 
 from __future__ import annotations
 

@@ -34,7 +34,8 @@ class BeamStep:
 
 @dataclass
 class DecodeResult:
-    tokens: list[list[int]]  # (B, ·) output IDs per sentence, without <s>, cut after </s> (not included)
+    # (B, ·) output IDs per sentence, without <s>, cut after </s> (not included)
+    tokens: list[list[int]]
     scores: list[float]  # sum of log-probabilities of each output (incl. </s>)
     steps: list = field(default_factory=list)  # GreedyStep or BeamStep per generated position
     method: str = "greedy"
@@ -57,8 +58,8 @@ def loop_bans(written: torch.Tensor, max_repeats: int, longest_unit: int = 3) ->
         if t < need:
             continue
         tail = written[:, t - need:]  # (N, need)
-        periodic = (tail[:, u:] == tail[:, :-u]).all(dim=1) if need > u else torch.ones(N, dtype=torch.bool,
-                                                                                          device=written.device)
+        periodic = ((tail[:, u:] == tail[:, :-u]).all(dim=1) if need > u
+                    else torch.ones(N, dtype=torch.bool, device=written.device))
         bans[:, u - 1] = torch.where(periodic, written[:, t - u], bans[:, u - 1])
     return bans
 
@@ -66,7 +67,8 @@ def loop_bans(written: torch.Tensor, max_repeats: int, longest_unit: int = 3) ->
 def ban_loops(logp: torch.Tensor, written: torch.Tensor, max_repeats: int) -> torch.Tensor:
     """logp (N, V) with −∞ for every token :func:`loop_bans` forbids after ``written`` (N, t)."""
     bans = loop_bans(written, max_repeats)  # (N, 3)
-    hit = torch.zeros_like(logp, dtype=torch.bool).scatter_(1, bans.clamp(min=0), bans >= 0)  # (N, V)
+    # (N, V)
+    hit = torch.zeros_like(logp, dtype=torch.bool).scatter_(1, bans.clamp(min=0), bans >= 0)
     return logp.masked_fill(hit, float("-inf"))
 
 
@@ -110,7 +112,8 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int | None = N
     B, device = src.size(0), src.device
     extra = {} if hooks is None else {"hooks": hooks}  # a recurrent model's steps take no hooks
     state = model.start_state(src, **extra)
-    rows = slice(None)  # the sentences still in the batch: all of them until one leaves, then their indices (N,)
+    # the sentences still in the batch: all of them until one leaves, then their indices (N,)
+    rows = slice(None)
     last = torch.full((B,), cfg.bos_id, dtype=torch.long, device=device)
     finished = torch.zeros(B, dtype=torch.bool, device=device)
     scores = torch.zeros(B, device=device)
@@ -141,7 +144,8 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int | None = N
             rows = keep if isinstance(rows, slice) else rows[keep]
             last, finished, state = last[keep], finished[keep], state.select(keep)
     tokens = written[:, :t + 1].tolist()  # (B, steps)
-    return DecodeResult([output_ids(r, cfg.eos_id, cfg.pad_id) for r in tokens], scores.tolist(), steps, "greedy")
+    return DecodeResult([output_ids(r, cfg.eos_id, cfg.pad_id) for r in tokens], scores.tolist(),
+                        steps, "greedy")
 
 
 def length_penalty(length: torch.Tensor, alpha: float) -> torch.Tensor:
@@ -161,22 +165,47 @@ class _Beams:
     lengths: torch.Tensor  # (N, K) tokens written up to and including </s>
 
     def keep(self, index: torch.Tensor) -> "_Beams":
-        return _Beams(*(x.index_select(0, index) for x in (self.sentences, self.scores, self.history, self.finished,
-                                                            self.lengths)))
+        return _Beams(*(x.index_select(0, index)
+                        for x in (self.sentences, self.scores, self.history, self.finished,
+                                  self.lengths)))
 
 
-def _store(done: _Beams, history: torch.Tensor, scores: torch.Tensor, lengths: torch.Tensor) -> None:
+def _store(done: _Beams, history: torch.Tensor, scores: torch.Tensor,
+           lengths: torch.Tensor) -> None:
     """Copy the beams of sentences whose search is over into the per-sentence results (B, K, ·)."""
     history[done.sentences, :, :done.history.size(2)] = done.history
     scores[done.sentences], lengths[done.sentences] = done.scores, done.lengths
+
+
+def _first_beams(B: int, K: int, max_len: int, pad_id: int, device) -> tuple[_Beams, _Beams]:
+    """The beams before step 1 (B sentences × K beams, nothing written yet) and the per-sentence
+    results (B, K, max_len) that the beams of finished searches are copied into."""
+    scores = torch.full((B, K), float("-inf"), device=device)
+    scores[:, 0] = 0.0  # all beams start identical: let only the first one expand at step 1
+    beams = _Beams(torch.arange(B, device=device), scores,
+                   torch.full((B, K, 0), pad_id, dtype=torch.long, device=device),
+                   torch.zeros(B, K, dtype=torch.bool, device=device),
+                   torch.zeros(B, K, dtype=torch.long, device=device))
+    out = _Beams(beams.sentences, scores.clone(),
+                 torch.full((B, K, max_len), pad_id, dtype=torch.long, device=device),
+                 beams.finished, beams.lengths.clone())
+    return beams, out
+
+
+def _next_logp(model: Transformer, last: torch.Tensor, state,
+               suppress: tuple[int, ...]) -> torch.Tensor:
+    """One decoding step of the beams' last tokens (N,) -> log-probabilities of their next token
+    (N, V), −∞ for the tokens never written (:func:`suppressed`)."""
+    return suppressed(torch.log_softmax(model.decode_step(last, state).float(), dim=-1), suppress)
 
 
 BEAM_SCORINGS = ("gnmt", "hf")
 
 
 @torch.no_grad()
-def beam_search(model: Transformer, src: torch.Tensor, beam_size: int = 5, max_len: int | None = None,
-                alpha: float = 0.6, record: bool = True, max_loop_repeats: int = 0, scoring: str = "gnmt",
+def beam_search(model: Transformer, src: torch.Tensor, beam_size: int = 5,
+                max_len: int | None = None, alpha: float = 0.6, record: bool = True,
+                max_loop_repeats: int = 0, scoring: str = "gnmt",
                 early_stopping: bool | str = False, suppress: tuple[int, ...] = (),
                 shrink: bool | None = None) -> DecodeResult:
     """Keep the ``beam_size`` best partial translations at every step; rank finished ones by
@@ -192,30 +221,24 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int = 5, max_l
     if scoring not in BEAM_SCORINGS:
         raise ValueError(f"beam scoring must be one of {', '.join(BEAM_SCORINGS)}, not {scoring!r}")
     if scoring == "hf":
-        return beam_search_hf(model, src, beam_size, max_len, alpha, early_stopping, record, max_loop_repeats,
-                              suppress)
+        return beam_search_hf(model, src, beam_size, max_len, alpha, early_stopping, record,
+                              max_loop_repeats, suppress)
     cfg = model.cfg
     max_len = max_len or max_output_length(cfg, src.size(1))
     shrink = not record if shrink is None else shrink
     B, K, device = src.size(0), beam_size, src.device
     state = model.start_state(src)
-    state = state.select(torch.arange(B, device=device).repeat_interleave(K))  # (B*K) rows, beam-major per source
-    scores = torch.full((B, K), float("-inf"), device=device)
-    scores[:, 0] = 0.0  # all beams start identical: let only the first one expand at step 1
-    beams = _Beams(torch.arange(B, device=device), scores,
-                   torch.full((B, K, 0), cfg.pad_id, dtype=torch.long, device=device),
-                   torch.zeros(B, K, dtype=torch.bool, device=device),
-                   torch.zeros(B, K, dtype=torch.long, device=device))
-    out = _Beams(beams.sentences, scores.clone(), torch.full((B, K, max_len), cfg.pad_id, dtype=torch.long,
-                                                             device=device), beams.finished, beams.lengths.clone())
+    # (B*K) rows, beam-major per source
+    state = state.select(torch.arange(B, device=device).repeat_interleave(K))
+    beams, out = _first_beams(B, K, max_len, cfg.pad_id, device)
     last = torch.full((B * K,), cfg.bos_id, dtype=torch.long, device=device)
     steps = []
     for _ in range(max_len):
-        logp = suppressed(torch.log_softmax(model.decode_step(last, state).float(), dim=-1), suppress)  # (N*K, V)
+        logp = _next_logp(model, last, state, suppress)  # (N*K, V)
         beams, parents = _beam_step(beams, logp, cfg, max_loop_repeats)
         if record:
-            steps.append(BeamStep(beams.history[:, :, -1].tolist(), parents.tolist(), beams.scores.tolist(),
-                                  beams.finished.tolist()))
+            steps.append(BeamStep(beams.history[:, :, -1].tolist(), parents.tolist(),
+                                  beams.scores.tolist(), beams.finished.tolist()))
         N = parents.size(0)
         rows = (torch.arange(N, device=device)[:, None] * K + parents).view(-1)  # (N*K,)
         state = state.select_beams(rows)
@@ -233,7 +256,8 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int = 5, max_l
     best = ranked.argmax(dim=-1)  # (B,)
     chosen = out.history[torch.arange(B, device=device), best].tolist()
     best_scores = out.scores[torch.arange(B, device=device), best].tolist()
-    return DecodeResult([output_ids(r, cfg.eos_id, cfg.pad_id) for r in chosen], best_scores, steps, "beam")
+    return DecodeResult([output_ids(r, cfg.eos_id, cfg.pad_id) for r in chosen], best_scores,
+                        steps, "beam")
 
 
 def _beam_step(beams: _Beams, logp: torch.Tensor, cfg: ModelConfig,
@@ -254,19 +278,22 @@ def _beam_step(beams: _Beams, logp: torch.Tensor, cfg: ModelConfig,
     candidates = (beams.scores[:, :, None] + logp).view(N, K * V)  # (N, K*V)
     scores, flat = candidates.topk(K, dim=-1)  # (N, K)
     parents, tokens = flat // V, flat % V  # (N, K)
-    history = torch.cat([beams.history.gather(1, parents[:, :, None].expand(-1, -1, beams.history.size(2))),
-                         tokens[:, :, None]], dim=2)  # (N, K, t+1)
+    history = torch.cat(
+        [beams.history.gather(1, parents[:, :, None].expand(-1, -1, beams.history.size(2))),
+         tokens[:, :, None]], dim=2)  # (N, K, t+1)
     was_finished = beams.finished.gather(1, parents)
     lengths = beams.lengths.gather(1, parents) + (~was_finished).long()
     finished = was_finished | (tokens == cfg.eos_id)
     return _Beams(beams.sentences, scores, history, finished, lengths), parents
 
 
-_DROPPED = -1.0e9  # transformers' penalty for a candidate that may not be kept: added, not a hard mask
+# transformers' penalty for a candidate that may not be kept: added, not a hard mask
+_DROPPED = -1.0e9
 
 
-def _hf_finished(fin: tuple, cand_seqs: torch.Tensor, cand_scores: torch.Tensor, hits: torch.Tensor,
-                 improvable: torch.Tensor, t: int, alpha: float, early_stopping: bool | str, K: int) -> tuple:
+def _hf_finished(fin: tuple, cand_seqs: torch.Tensor, cand_scores: torch.Tensor,
+                 hits: torch.Tensor, improvable: torch.Tensor, t: int, alpha: float,
+                 early_stopping: bool | str, K: int) -> tuple:
     """transformers' ``_update_finished_beams``: the candidates among the first K of the 2K that
     just ended join the K finished hypotheses, scored sum log p / length^α (the length counts </s>),
     and the best K stay. fin = (sequences (B, K, L), scores (B, K), raw sums (B, K), finished flags
@@ -280,15 +307,31 @@ def _hf_finished(fin: tuple, cand_seqs: torch.Tensor, cand_scores: torch.Tensor,
     normed = normed + (~eligible).float() * _DROPPED
     merged = torch.cat([scores, normed], dim=1)  # (B, 3K)
     keep = merged.topk(K, dim=1).indices  # (B, K)
-    pick = lambda x: x.gather(1, keep if x.dim() == 2 else keep[:, :, None].expand(-1, -1, x.size(2)))
+
+    def pick(x):
+        return x.gather(1, keep if x.dim() == 2 else keep[:, :, None].expand(-1, -1, x.size(2)))
+
     padded = torch.nn.functional.pad(cand_seqs, (0, seqs.size(2) - cand_seqs.size(2)), value=-1)
-    return (pick(torch.cat([seqs, padded], dim=1)), pick(merged), pick(torch.cat([raw, cand_scores], dim=1)),
-            pick(torch.cat([done, eligible], dim=1)))
+    return (pick(torch.cat([seqs, padded], dim=1)), pick(merged),
+            pick(torch.cat([raw, cand_scores], dim=1)), pick(torch.cat([done, eligible], dim=1)))
+
+
+def _hf_improvable(improvable: torch.Tensor, fin: tuple, running: torch.Tensor, t: int,
+                   max_len: int, alpha: float, early_stopping: bool | str) -> torch.Tensor:
+    """transformers' ``_check_early_stop_heuristic``: whether each sentence's search (B, 1) may
+    still improve, i.e. its best running beam, scored at its best-case length, beats the worst of
+    the finished hypotheses (fin as in :func:`_hf_finished`)."""
+    # transformers' best-case length
+    length = max_len if early_stopping == "never" and alpha > 0 else t + 1
+    worst = torch.where(fin[3], fin[1].min(dim=1, keepdim=True).values,
+                        torch.tensor(_DROPPED, device=running.device))
+    return improvable & (running[:, :1] / float(length) ** alpha > worst).any(dim=1, keepdim=True)
 
 
 @torch.no_grad()
-def beam_search_hf(model: Transformer, src: torch.Tensor, beam_size: int = 5, max_len: int | None = None,
-                   alpha: float = 1.0, early_stopping: bool | str = False, record: bool = True,
+def beam_search_hf(model: Transformer, src: torch.Tensor, beam_size: int = 5,
+                   max_len: int | None = None, alpha: float = 1.0,
+                   early_stopping: bool | str = False, record: bool = True,
                    max_loop_repeats: int = 0, suppress: tuple[int, ...] = ()) -> DecodeResult:
     """Beam search as transformers' ``generate(num_beams=K, length_penalty=α, early_stopping=…)``
     runs it (transformers 5, ``GenerationMixin._beam_search``), step for step, so that a model
@@ -302,46 +345,51 @@ def beam_search_hf(model: Transformer, src: torch.Tensor, beam_size: int = 5, ma
     cfg = model.cfg
     max_len = max_len or max_output_length(cfg, src.size(1))
     B, K, device = src.size(0), beam_size, src.device
-    state = model.start_state(src).select(torch.arange(B, device=device).repeat_interleave(K))  # (B*K) rows
+    # (B*K) rows
+    state = model.start_state(src).select(torch.arange(B, device=device).repeat_interleave(K))
     running = torch.zeros(B, K, device=device)
     running[:, 1:] = _DROPPED  # only the first beam expands at step 1
     seqs = torch.zeros(B, K, 0, dtype=torch.long, device=device)  # (B, K, t): running beams' tokens
-    fin = (torch.full((B, K, max_len), -1, dtype=torch.long, device=device),  # finished: tokens (-1 after the end),
-           torch.full((B, K), _DROPPED, device=device), torch.zeros(B, K, device=device),  # scores, raw sums,
-           torch.zeros(B, K, dtype=torch.bool, device=device))  # and whether the slot holds one
+    # finished: tokens (-1 after the end), scores, raw sums, and whether the slot holds one
+    fin = (torch.full((B, K, max_len), -1, dtype=torch.long, device=device),
+           torch.full((B, K), _DROPPED, device=device), torch.zeros(B, K, device=device),
+           torch.zeros(B, K, dtype=torch.bool, device=device))
     improvable = torch.ones(B, 1, dtype=torch.bool, device=device)
     last, steps = torch.full((B * K,), cfg.bos_id, dtype=torch.long, device=device), []
     for t in range(max_len):
-        logp = suppressed(torch.log_softmax(model.decode_step(last, state).float(), dim=-1), suppress)  # (B*K, V)
+        logp = _next_logp(model, last, state, suppress)  # (B*K, V)
         V = logp.size(-1)
         if max_loop_repeats and t:
             logp = ban_loops(logp, seqs.view(B * K, -1), max_loop_repeats)
-        cand_scores, flat = (logp.view(B, K, V) + running[:, :, None]).view(B, K * V).topk(2 * K, dim=1)  # (B, 2K)
+        cand_scores, flat = ((logp.view(B, K, V) + running[:, :, None]).view(B, K * V)
+                             .topk(2 * K, dim=1))  # (B, 2K)
         parents, tokens = flat // V, flat % V
-        cand_seqs = torch.cat([seqs.gather(1, parents[:, :, None].expand(-1, -1, t)), tokens[:, :, None]], dim=2)
+        cand_seqs = torch.cat([seqs.gather(1, parents[:, :, None].expand(-1, -1, t)),
+                               tokens[:, :, None]], dim=2)
         hits = (tokens == cfg.eos_id) | (t + 1 >= max_len)  # (B, 2K): ended here
         keep = (cand_scores + hits.float() * _DROPPED).topk(K, dim=1).indices  # (B, K)
         running = (cand_scores + hits.float() * _DROPPED).gather(1, keep)
-        seqs, beam_parents = cand_seqs.gather(1, keep[:, :, None].expand(-1, -1, t + 1)), parents.gather(1, keep)
-        fin = _hf_finished(fin, cand_seqs, cand_scores, hits, improvable, t, alpha, early_stopping, K)
+        seqs, beam_parents = (cand_seqs.gather(1, keep[:, :, None].expand(-1, -1, t + 1)),
+                              parents.gather(1, keep))
+        fin = _hf_finished(fin, cand_seqs, cand_scores, hits, improvable, t, alpha, early_stopping,
+                           K)
         if record:
             steps.append(BeamStep(seqs[:, :, -1].tolist(), beam_parents.tolist(), running.tolist(),
                                   [[False] * K for _ in range(B)]))
         state = state.select((torch.arange(B, device=device)[:, None] * K + beam_parents).view(-1))
         last = seqs[:, :, -1].reshape(-1)
-        length = max_len if early_stopping == "never" and alpha > 0 else t + 1  # transformers' best-case length
-        worst = torch.where(fin[3], fin[1].min(dim=1, keepdim=True).values, torch.tensor(_DROPPED, device=device))
-        improvable = improvable & (running[:, :1] / float(length) ** alpha > worst).any(dim=1, keepdim=True)
+        improvable = _hf_improvable(improvable, fin, running, t, max_len, alpha, early_stopping)
         all_full = bool(fin[3].all()) and early_stopping is True
         if not bool(improvable.any()) or all_full or bool(hits.all()):
             break
     out = [[i for i in row if i >= 0] for row in fin[0][:, 0].tolist()]
-    return DecodeResult([output_ids(r, cfg.eos_id, cfg.pad_id) for r in out], fin[2][:, 0].tolist(), steps, "beam")
+    return DecodeResult([output_ids(r, cfg.eos_id, cfg.pad_id) for r in out], fin[2][:, 0].tolist(),
+                        steps, "beam")
 
 
-def generate(model: Transformer, src: torch.Tensor, config: GenerationDefaults, max_len: int | None = None,
-             record: bool = True, top_k: int = 5, forced_prefix: list[int] | None = None,
-             hooks=None) -> DecodeResult:
+def generate(model: Transformer, src: torch.Tensor, config: GenerationDefaults,
+             max_len: int | None = None, record: bool = True, top_k: int = 5,
+             forced_prefix: list[int] | None = None, hooks=None) -> DecodeResult:
     """Decode src (B, S) as one generation config says, as transformers'
     ``generate(generation_config=…)``: greedy when ``config.num_beams`` is 1, else the beam search
     ``config.beam_scoring`` names, with its length penalty, repetition guard and forbidden tokens.
@@ -352,7 +400,8 @@ def generate(model: Transformer, src: torch.Tensor, config: GenerationDefaults, 
     common = {"max_len": max_len, "record": record, "max_loop_repeats": config.max_loop_repeats,
               "suppress": config.suppress_ids}
     if config.num_beams <= 1:
-        return greedy_decode(model, src, top_k=top_k, forced_prefix=forced_prefix, hooks=hooks, **common)
+        return greedy_decode(model, src, top_k=top_k, forced_prefix=forced_prefix, hooks=hooks,
+                             **common)
     if forced_prefix or hooks is not None:
         raise ValueError("a forced prefix and hooks are greedy decoding's: set num_beams to 1")
     return beam_search(model, src, beam_size=config.num_beams, alpha=config.length_penalty,

@@ -55,8 +55,9 @@ def record_cache(model, src_ids: list[int], tgt_ids: list[int]) -> CacheRecord:
     def stack(tensors) -> np.ndarray:
         return torch.stack([t[0] for t in tensors]).float().cpu().numpy()  # (N, h, L, d_k)
 
-    return CacheRecord(stack(c["self"]["k"] for c in state.caches), stack(c["self"]["v"] for c in state.caches),
-                       stack(k for k, _ in cross), stack(v for _, v in cross), appended_only, cross_reused)
+    return CacheRecord(stack(c["self"]["k"] for c in state.caches),
+                       stack(c["self"]["v"] for c in state.caches), stack(k for k, _ in cross),
+                       stack(v for _, v in cross), appended_only, cross_reused)
 
 
 @dataclass
@@ -81,7 +82,9 @@ def multiply_adds(cfg, S: int, T: int) -> MultiplyAdds:
     t = np.arange(1, T + 1)  # positions the step attends over
     per_position = 4 * d * d + 2 * d * d + 2 * d * d_ff  # self Q K V W_O, cross Q W_O, the FFN
     with_cache = N * (per_position + 2 * t * d + 2 * S * d) + d * V
-    self_attention = 4 * t * d * d + 2 * t * t * d  # Q K V W_O for t positions, t × t scores and values
-    cross_attention = 2 * t * d * d + 2 * S * d * d + 2 * t * S * d  # Q W_O, K V of the source, t × S
+    # Q K V W_O for t positions, t × t scores and values
+    self_attention = 4 * t * d * d + 2 * t * t * d
+    # Q W_O, K V of the source, t × S
+    cross_attention = 2 * t * d * d + 2 * S * d * d + 2 * t * S * d
     without_cache = N * (self_attention + cross_attention + 2 * t * d * d_ff) + d * V
     return MultiplyAdds(with_cache, without_cache, N * 2 * S * d * d)

@@ -18,7 +18,8 @@ plain ``F.linear`` runs on the parameters themselves.
 
 Checking the weights' versions at every product costs a decoding step as much as a few of its
 products, so a decode call checks each layout once: within :class:`checked_once` (each decoding
-step, models/transformer/model.py) a layout already checked during that decode call is used as it is.
+step, models/transformer/model.py) a layout already checked during that decode call is used as it
+is.
 """
 
 from __future__ import annotations
@@ -97,7 +98,8 @@ def _build(key: tuple, stamp: tuple, weights: tuple, biases: tuple, transposed: 
 
 
 def project(x: torch.Tensor, weights: tuple, biases: tuple) -> tuple[torch.Tensor, ...]:
-    """x (..., d_in) times each weight (d_out, d_in), plus its bias -> one (..., d_out) per weight."""
+    """x (..., d_in) times each weight (d_out, d_in), plus its bias -> one (..., d_out) per
+    weight."""
     checked = _checked.layouts
     entry = None if checked is None else checked.get((id(weights[0]), len(weights)))
     if entry is None:

@@ -30,7 +30,7 @@ from torch import nn
 
 from transformer_viz.core.trace import Trace
 from transformer_viz.models.detr.config import DETRConfig
-from transformer_viz.models.transformer.model import DecoderLayer, EncoderLayer
+from transformer_viz.models.transformer.model import DecoderLayer, EncoderLayer, final_norm
 
 
 @dataclass
@@ -90,12 +90,7 @@ class DETR(nn.Module):
         self.query_embed = nn.Parameter(torch.randn(cfg.n_queries, cfg.d_model))
         self.encoder_layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
         self.decoder_layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_decoder_layers))
-        # Pre-LN leaves the streams un-normalised after the last layer, so each needs one final
-        # LayerNorm.
-        self.encoder_norm = (nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.pre_ln
-                             else nn.Identity())
-        self.decoder_norm = (nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.pre_ln
-                             else nn.Identity())
+        self.encoder_norm, self.decoder_norm = final_norm(cfg), final_norm(cfg)
         self.class_head = nn.Linear(cfg.d_model, cfg.n_classes + 1)
         self.box_head = BoxHead(cfg.d_model)
 

@@ -24,7 +24,7 @@ from torch import nn
 from transformer_viz.core.masks import causal_mask
 from transformer_viz.core.trace import Trace
 from transformer_viz.models.gpt.config import NO_PAD, GPTConfig
-from transformer_viz.models.transformer.model import EncoderLayer
+from transformer_viz.models.transformer.model import EncoderLayer, final_norm
 
 
 class GPT(nn.Module):
@@ -37,8 +37,7 @@ class GPT(nn.Module):
         self.pos_embed = nn.Embedding(cfg.max_len, cfg.d_model)
         self.embed_dropout = nn.Dropout(cfg.dropout)
         self.decoder_layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.N))
-        self.decoder_norm = (nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.pre_ln
-                             else nn.Identity())
+        self.decoder_norm = final_norm(cfg)
         self._init_weights()
 
     def _init_weights(self) -> None:

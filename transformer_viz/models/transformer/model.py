@@ -16,7 +16,6 @@ between calls.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -27,9 +26,11 @@ from transformer_viz.core.masks import padding_mask, target_mask
 from transformer_viz.core.trace import Trace
 from transformer_viz.models import products
 from transformer_viz.models.transformer.config import ModelConfig
+from transformer_viz.models.transformer.state import DecoderState
 
 
-def sinusoidal_positional_encoding(length: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
+def sinusoidal_positional_encoding(length: int, d_model: int,
+                                   base: float = 10000.0) -> torch.Tensor:
     """PE(pos, 2i) = sin(pos / base^(2i/d_model)), PE(pos, 2i+1) = cos(pos / base^(2i/d_model)).
     -> (length, d_model)"""
     pos = torch.arange(length, dtype=torch.float64)[:, None]  # (L, 1)
@@ -173,7 +174,8 @@ class FeedForward(nn.Module):
         self.activation = _ACTIVATION_FUNCTIONS[activation]
         _at_hand(self)
 
-    def forward(self, x: torch.Tensor, hooks: Hooks | Trace | None = None, name: str = "") -> torch.Tensor:
+    def forward(self, x: torch.Tensor, hooks: Hooks | Trace | None = None,
+                name: str = "") -> torch.Tensor:
         (pre,) = products.linear(x, self.w_1)  # (B, L, d_ff)
         hidden = self.activation(pre)
         if hooks is not None:
@@ -197,7 +199,8 @@ class AddNorm(nn.Module):
         _at_hand(self)
 
     def _points(self, hooks: Hooks | Trace, name: str, residual: torch.Tensor) -> torch.Tensor:
-        """The residual and, for a reader, its per-position mean and (biased) variance over d_model."""
+        """The residual and, for a reader, its per-position mean and (biased) variance over
+        d_model."""
         residual = point(hooks, f"{name}.residual", residual)
         mean = residual.mean(-1, keepdim=True)  # (B, L, 1)
         # (B, L): biased, as LayerNorm's; ~3x torch.var's speed
@@ -307,43 +310,15 @@ class DecoderLayer(nn.Module):
         return y if hooks is None else point(hooks, out_name, y)  # (B, T, d_model)
 
 
-@dataclass
-class DecoderState:
-    """What incremental decoding carries from one step to the next: per-layer key/value caches
-    ({"self": …, "cross": …}, each {"k", "v"} of shape (B, h, L, d_k))."""
-
-    memory: torch.Tensor  # (B, S, d_model)
-    src_mask: torch.Tensor | None  # (B, 1, 1, S); None when no source is padded (attention then needs no mask)
-    caches: list[dict] = field(default_factory=list)
-    length: int = 0  # target positions already processed
-    # The products' layouts checked during this decode call (models/products.py's checked_once), one
-    # dict for steps of few rows and one for many: shared by every state selected from this one.
-    layouts: dict = field(default_factory=dict)
-
-    def select(self, index: torch.Tensor) -> "DecoderState":
-        """Reorder/duplicate/drop batch rows: beams of a new source, sentences leaving the batch."""
-
-        def pick(obj):
-            if isinstance(obj, dict):
-                return {key: pick(value) for key, value in obj.items()}
-            return obj.index_select(0, index)
-
-        src_mask = None if self.src_mask is None else self.src_mask.index_select(0, index)
-        return DecoderState(self.memory.index_select(0, index), src_mask,
-                            [pick(c) for c in self.caches], self.length, self.layouts)
-
-    def select_beams(self, index: torch.Tensor) -> "DecoderState":
-        """Reorder rows among the beams of the same source (beam search, every step). Those rows
-        share the memory, the mask and the cross-attention keys/values, which therefore stay as they
-        are: only the self-attention caches, which differ from beam to beam, are gathered."""
-        caches = [{**c, "self": {key: value.index_select(0, index) for key, value in c["self"].items()}}
-                  for c in self.caches]
-        return DecoderState(self.memory, self.src_mask, caches, self.length, self.layouts)
-
-
 def _padded(mask: torch.Tensor) -> bool:
     """Whether a padding mask hides any position."""
     return not bool(mask.all())
+
+
+def final_norm(cfg) -> nn.Module:
+    """The norm after a stack's last layer: Pre-LN leaves the stream un-normalised there, so it
+    needs one final LayerNorm; Post-LN's layers already end with one (the identity)."""
+    return nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.pre_ln else nn.Identity()
 
 
 class Transformer(nn.Module):
@@ -353,14 +328,11 @@ class Transformer(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.src_embed = Embedding(cfg.vocab_size, cfg.d_model, cfg.scale_embedding)
-        self.tgt_embed = self.src_embed if cfg.tie_embeddings else Embedding(cfg.vocab_size, cfg.d_model,
-                                                                               cfg.scale_embedding)
+        self.tgt_embed = (self.src_embed if cfg.tie_embeddings
+                          else Embedding(cfg.vocab_size, cfg.d_model, cfg.scale_embedding))
         self.encoder_layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.N))
         self.decoder_layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.N))
-        # Pre-LN leaves the stream un-normalised after the last layer, so it needs one final
-        # LayerNorm.
-        self.encoder_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.pre_ln else nn.Identity()
-        self.decoder_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.pre_ln else nn.Identity()
+        self.encoder_norm, self.decoder_norm = final_norm(cfg), final_norm(cfg)
         if not cfg.tie_embeddings:
             self.generator = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         if cfg.logits_bias:  # Marian's final_logits_bias: fixed at import, never trained here
@@ -368,8 +340,8 @@ class Transformer(nn.Module):
         self.embed_dropout = nn.Dropout(cfg.dropout)
         # A buffer, not a parameter: fixed by the formula, rebuilt from the config, never trained or
         # saved.
-        self.register_buffer("pe", sinusoidal_positional_encoding(cfg.max_len, cfg.d_model, cfg.pe_base),
-                             persistent=False)
+        self.register_buffer("pe", sinusoidal_positional_encoding(cfg.max_len, cfg.d_model,
+                                                                  cfg.pe_base), persistent=False)
         self._init_weights()
         _at_hand(self)
 
@@ -456,7 +428,8 @@ class Transformer(nn.Module):
                 hooks: Hooks | Trace | None = None) -> torch.Tensor:
         """decoder output (B, T, d_model) -> logits (B, T, V)."""
         hooks = combine(trace, hooks)
-        weight = self.tgt_embed.weight if self.cfg.tie_embeddings else self.generator.weight  # (V, d_model)
+        # (V, d_model)
+        weight = self.tgt_embed.weight if self.cfg.tie_embeddings else self.generator.weight
         bias = self.logits_bias if self.cfg.logits_bias else None
         (logits,) = products.project(y, (weight,), (bias,))  # (B, T, V)
         if hooks is not None:
@@ -473,7 +446,8 @@ class Transformer(nn.Module):
         the tensors at chosen names (core/hooks.py)."""
         hooks = combine(trace, hooks)
         memory, src_mask = self.encode(src, hooks=hooks)
-        return self.project(self.decode(tgt, memory, src_mask, causal=causal, hooks=hooks), hooks=hooks)
+        return self.project(self.decode(tgt, memory, src_mask, causal=causal, hooks=hooks),
+                            hooks=hooks)
 
     # --- decoding: the same forward, one new target position per call, keys/values cached ---------
 
@@ -482,13 +456,14 @@ class Transformer(nn.Module):
         computed here, once per sentence (beam search copies them to its beams instead of
         recomputing them)."""
         memory, src_mask = self.encode(src, hooks=hooks)
-        caches = [{"self": {}, "cross": layer.cross_attn.keys_values(memory)} for layer in self.decoder_layers]
+        caches = [{"self": {}, "cross": layer.cross_attn.keys_values(memory)}
+                  for layer in self.decoder_layers]
         return DecoderState(memory, src_mask if _padded(src_mask) else None, caches)
 
     def decode_step(self, last_tokens: torch.Tensor, state: DecoderState,
                     hooks: Hooks | Trace | None = None) -> torch.Tensor:
-        """last_tokens (B,) at position state.length -> logits (B, V) for the next position: the forward
-        pass above on one new position, with ``state``'s key/value caches. Without hooks or
+        """last_tokens (B,) at position state.length -> logits (B, V) for the next position: the
+        forward pass above on one new position, with ``state``'s key/value caches. Without hooks or
         gradients the step runs in inference mode (no autograd bookkeeping: 7 % of its
         instructions), so its logits and caches are inference tensors: read them, or clone them to
         change them in place."""

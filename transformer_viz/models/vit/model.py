@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from transformer_viz.core.trace import Trace
-from transformer_viz.models.transformer.model import EncoderLayer
+from transformer_viz.models.transformer.model import EncoderLayer, final_norm
 from transformer_viz.models.vit.config import ViTConfig
 
 
@@ -56,8 +56,7 @@ class ViT(nn.Module):
         self.pos_embed = nn.Parameter(torch.randn(1, cfg.n_patches + 1, cfg.d_model) * 0.02)
         self.embed_dropout = nn.Dropout(cfg.dropout)
         self.encoder_layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.N))
-        self.encoder_norm = (nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.pre_ln
-                             else nn.Identity())
+        self.encoder_norm = final_norm(cfg)
         self.head = nn.Linear(cfg.d_model, cfg.n_classes)
 
     def embed(self, images: torch.Tensor, trace: Trace | None) -> torch.Tensor:
