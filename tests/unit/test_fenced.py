@@ -12,13 +12,15 @@ import numpy as np
 import plotly
 import plotly.graph_objects as go
 import streamlit
+import torch
+from torch import nn
 
-from transformer_viz.fenced import plotly_private, streamlit_private
+from transformer_viz.fenced import plotly_private, streamlit_private, torch_private
 from transformer_viz.plots.common import TEMPLATE
 
 PACKAGE = Path(__file__).resolve().parents[2] / "transformer_viz"
 PRIVATE = re.compile(r"_plotly_utils|\._validate\b|streamlit\.(runtime|watcher|web|elements)"
-                     r"|gc\.get_objects")
+                     r"|gc\.get_objects|\._modules\b|\._parameters\b")
 
 
 def test_plotly_is_the_version_the_fence_was_measured_with():
@@ -51,3 +53,25 @@ def test_nothing_outside_the_fence_uses_private_internals():
     users = [str(p.relative_to(PACKAGE)) for p in sorted(PACKAGE.rglob("*.py"))
              if "fenced" not in p.parts and PRIVATE.search(p.read_text(encoding="utf-8"))]
     assert users == []
+
+
+def test_torch_is_the_version_the_fence_was_measured_with():
+    assert torch.__version__.split("+")[0] == torch_private.MEASURED_WITH, (
+        f"torch {torch.__version__}: measure fenced/torch_private.py again, then set "
+        f"MEASURED_WITH")
+
+
+def test_a_submodule_at_hand_is_the_registered_one_and_follows_a_replacement():
+    block = nn.Sequential()
+    block.proj = nn.Linear(2, 2)
+    torch_private.submodules_at_hand(block)
+    assert "proj" in vars(block) and block.proj is block._modules["proj"]
+    replacement = nn.Linear(2, 2)
+    block.proj = replacement
+    assert block.proj is replacement and dict(block.named_children())["proj"] is replacement
+
+
+def test_the_norm_parameters_are_the_layer_norms_own():
+    norm = nn.LayerNorm(4)
+    weight, bias = torch_private.norm_parameters(norm)
+    assert weight is norm.weight and bias is norm.bias

@@ -24,6 +24,7 @@ from torch import nn
 from transformer_viz.core.hooks import Hooks, combine, explicit, point
 from transformer_viz.core.masks import padding_mask, target_mask
 from transformer_viz.core.trace import Trace
+from transformer_viz.fenced.torch_private import norm_parameters, submodules_at_hand
 from transformer_viz.models import products
 from transformer_viz.models.transformer.config import ModelConfig
 from transformer_viz.models.transformer.state import DecoderState
@@ -40,14 +41,6 @@ def sinusoidal_positional_encoding(length: int, d_model: int,
     pe[:, 0::2] = torch.sin(angle)
     pe[:, 1::2] = torch.cos(angle)
     return pe.float()
-
-
-def _at_hand(module: nn.Module) -> None:
-    """The module's submodules in its instance dictionary too: ``self.w_q`` is then a plain read,
-    not a failed lookup, a formatted AttributeError and nn.Module.__getattr__ (as long as a small
-    tensor operation; a decoding step reads 55). nn.Module.__setattr__ drops the copy when another
-    module is assigned. Not parameters: ``model.to`` may replace those behind __setattr__'s back."""
-    module.__dict__.update(module._modules)
 
 
 class Embedding(nn.Module):
@@ -78,7 +71,7 @@ class MultiHeadAttention(nn.Module):
         self.w_v = nn.Linear(d_model, d_model)
         self.w_o = nn.Linear(d_model, d_model)
         self.attn_dropout = attn_dropout
-        _at_hand(self)
+        submodules_at_hand(self)
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """(B, L, d_model) -> (B, h, L, d_k)."""
@@ -172,7 +165,7 @@ class FeedForward(nn.Module):
         self.w_1 = nn.Linear(d_model, d_ff)
         self.w_2 = nn.Linear(d_ff, d_model)
         self.activation = _ACTIVATION_FUNCTIONS[activation]
-        _at_hand(self)
+        submodules_at_hand(self)
 
     def forward(self, x: torch.Tensor, hooks: Hooks | Trace | None = None,
                 name: str = "") -> torch.Tensor:
@@ -196,7 +189,7 @@ class AddNorm(nn.Module):
         self.norm = nn.LayerNorm(d_model, eps=eps)
         self.dropout = nn.Dropout(dropout)
         self.pre_ln = pre_ln
-        _at_hand(self)
+        submodules_at_hand(self)
 
     def _points(self, hooks: Hooks | Trace, name: str, residual: torch.Tensor) -> torch.Tensor:
         """The residual and, for a reader, its per-position mean and (biased) variance over
@@ -214,11 +207,11 @@ class AddNorm(nn.Module):
                 name: str = "") -> torch.Tensor:
         # The functions rather than the modules' calls: a decoding step runs this 3·N times, and a
         # module call's overhead is as long as the LayerNorm of one row. The norm's parameters are
-        # read where nn.Module.__getattr__ finds them, without the failed lookup before it (see
-        # _at_hand).
+        # read where nn.Module.__getattr__ finds them, without the failed lookup before it
+        # (fenced/torch_private.py).
         norm = self.norm
-        shape, weight, bias, eps = (norm.normalized_shape, norm._parameters["weight"],
-                                    norm._parameters["bias"], norm.eps)
+        weight, bias = norm_parameters(norm)
+        shape, eps = norm.normalized_shape, norm.eps
         if self.pre_ln:
             if hooks is not None:  # Pre-LN: the norm acts on the stream before the sublayer
                 x = self._points(hooks, name, x)
@@ -260,7 +253,7 @@ class EncoderLayer(nn.Module):
         self.ffn = FeedForward(cfg.d_model, cfg.d_ff, getattr(cfg, "activation", "relu"))
         self.norm1 = AddNorm(cfg.d_model, cfg.dropout, cfg.pre_ln, cfg.layer_norm_eps)
         self.norm2 = AddNorm(cfg.d_model, cfg.dropout, cfg.pre_ln, cfg.layer_norm_eps)
-        _at_hand(self)
+        submodules_at_hand(self)
 
     def forward(self, x: torch.Tensor, src_mask: torch.Tensor | None, hooks: Hooks | Trace | None,
                 name: str) -> torch.Tensor:
@@ -284,7 +277,7 @@ class DecoderLayer(nn.Module):
         self.norm1 = AddNorm(cfg.d_model, cfg.dropout, cfg.pre_ln, cfg.layer_norm_eps)
         self.norm2 = AddNorm(cfg.d_model, cfg.dropout, cfg.pre_ln, cfg.layer_norm_eps)
         self.norm3 = AddNorm(cfg.d_model, cfg.dropout, cfg.pre_ln, cfg.layer_norm_eps)
-        _at_hand(self)
+        submodules_at_hand(self)
 
     def forward(
         self,
@@ -343,7 +336,7 @@ class Transformer(nn.Module):
         self.register_buffer("pe", sinusoidal_positional_encoding(cfg.max_len, cfg.d_model,
                                                                   cfg.pe_base), persistent=False)
         self._init_weights()
-        _at_hand(self)
+        submodules_at_hand(self)
 
     def _init_weights(self) -> None:
         for name, p in self.named_parameters():
