@@ -4,7 +4,6 @@ tree."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.support.apptest import OTHER_SENTENCE, SENTENCE, change_sentence, chart, rerun
@@ -43,17 +42,19 @@ def test_decoding_next_and_previous(open_app, tiny_checkpoint, open_step):
     assert step_text(at) == f"**Step 1 of {n}**"
     assert chart(at, "decoding-topk")["data"] == first_topk
     assert at.button(key="decoding_prev").disabled
-    # beam search: a tree with K beams per step, and another width gives another tree
+    # beam search: a tree with K beams per step (a column each: the steps run down the figure, so
+    # that a phone's tokens stay apart), and another width gives another tree
     tree = chart(open_step(at, "decoding_step", 1), "decoding-beam-tree")
-    assert max(tree["layout"]["yaxis"]["range"]) == pytest.approx(3 - 0.5)
+    assert tree["layout"]["xaxis"]["ticktext"] == ["beam 0", "beam 1", "beam 2"]
+    assert tree["layout"]["meta"]["min_width"] > 3 * 50
     # α is stated, the checkpoint's own, and the text says the penalty ranks only the finished
     # hypotheses
     alpha = tiny_checkpoint.generation.length_penalty
     beam_text = next(m.value for m in at.markdown if "no length normalisation" in m.value)
     assert f"**α = {alpha:g}**" in beam_text and "Only the final choice" in beam_text
     at.slider(key="decoding_beam").set_value(2)
-    assert (chart(rerun(at), "decoding-beam-tree")["layout"]["yaxis"]["range"][0]
-            == pytest.approx(2 - 0.5))
+    assert chart(rerun(at), "decoding-beam-tree")["layout"]["xaxis"]["ticktext"] == ["beam 0",
+                                                                                      "beam 1"]
     # a different sentence: its own step counter and its own figures
     open_step(at, "decoding_step", 0)
     at.button(key="decoding_next").click()

@@ -170,6 +170,64 @@ def test_on_a_phone_the_sentence_box_is_on_the_page_and_enter_or_the_button_runs
         wide.close()
 
 
+# The boxes of what must stay readable on a phone, and of what could be drawn over it: the sentence
+# box and the "Press Enter" hint, the first chart's title (the page text above it, and the chart's
+# own, where shown) and plotly's toolbar.
+PHONE_BOXES_JS = """() => {
+  const box = (e) => { if (!e || !e.checkVisibility({visibilityProperty: true})) return null;
+                       const r = e.getBoundingClientRect();
+                       return r.width && r.height ? [r.left, r.top, r.right, r.bottom] : null; };
+  const chart = document.querySelector('[data-testid="stMain"] [data-testid="stPlotlyChart"]');
+  // the page text of the chart's title: the last one before the chart
+  const title = Array.from(document.querySelectorAll('[data-testid="stMain"] .chart-title'))
+    .filter((t) => t.compareDocumentPosition(chart) & Node.DOCUMENT_POSITION_FOLLOWING).pop();
+  return {input: box(document.querySelector('.st-key-sentence_bar input')),
+          hint: box(document.querySelector(
+            '.st-key-sentence_bar [data-testid="InputInstructions"]')),
+          pageTitle: box(title),
+          pageTitleText: (title || {}).textContent || '',
+          svgTitle: box(chart.querySelector('.gtitle')),
+          svgTitleText: (chart.querySelector('.gtitle') || {}).textContent || '',
+          toolbar: box(chart.querySelector('.modebar'))};
+}"""
+
+
+def meets(a, b) -> bool:
+    """Whether two boxes [left, top, right, bottom] overlap (by more than 1 px)."""
+    return (a is not None and b is not None and min(a[2], b[2]) - max(a[0], b[0]) > 1
+            and min(a[3], b[3]) - max(a[1], b[1]) > 1)
+
+
+def test_on_a_phone_nothing_is_drawn_over_the_sentence_or_a_chart_title(browser, app_url):  # noqa: F811
+    """At 390 px: no "Press Enter to submit form" over the typed sentence; each chart's title is
+    page text that wraps within the screen (the chart's own title line, cut at the chart's edge
+    before, is hidden), and plotly's toolbar, shown after a tap, covers no title."""
+    context, pg = new_page(browser, app_url, "encoder", viewport={"width": 390, "height": 844},
+                           has_touch=True, is_mobile=True)
+    try:
+        pg.locator(".st-key-sentence_bar input").fill("ein hund läuft über die wiese")
+        boxes = pg.evaluate(PHONE_BOXES_JS)
+        assert boxes["input"] and not meets(boxes["hint"], boxes["input"]), boxes
+        plot = pg.locator('[data-testid="stMain"] .js-plotly-plot .nsewdrag').first
+        plot.scroll_into_view_if_needed()
+        plot.tap()
+        pg.wait_for_timeout(300)
+        boxes = pg.evaluate(PHONE_BOXES_JS)
+        assert boxes["toolbar"], "no toolbar after a tap"
+        assert boxes["svgTitle"] is None and boxes["pageTitle"], boxes
+        assert boxes["pageTitleText"] == boxes["svgTitleText"].strip()
+        assert boxes["pageTitle"][0] >= 0 and boxes["pageTitle"][2] <= 390, "the title is cut"
+        assert not meets(boxes["toolbar"], boxes["pageTitle"]), boxes
+    finally:
+        context.close()
+    wide, pg = new_page(browser, app_url, "encoder", viewport={"width": 1280, "height": 720})
+    try:  # on a wide screen the chart's own title shows, and the page text does not repeat it
+        boxes = pg.evaluate(PHONE_BOXES_JS)
+        assert boxes["svgTitle"] and boxes["pageTitle"] is None, boxes
+    finally:
+        wide.close()
+
+
 # For each chart, each x axis's tick labels: text, the transform plotly placed it with, its length
 # and font size.
 TICKS_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot'))

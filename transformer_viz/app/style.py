@@ -32,12 +32,18 @@ PAGE_CSS = """<style>
    (widgets.chart) and scrolls sideways on a narrower screen, instead of drawing its parts over each
    other. */
 [class*="st-key-wide"] { overflow-x: auto; overflow-y: hidden; }
+/* A figure's title as page text (widgets.chart), for a phone only. */
+@media (min-width: 641px) {
+  [data-testid="stElementContainer"]:has(.chart-title) { display: none; }
+}
 /* On a phone the typed sentence keeps its box to itself: the hint "Press Enter to submit form" was
-   drawn over it (the button beside the box says what to do), and plotly's toolbar, shown after a
-   tap, sits above the chart instead of over its title. */
+   drawn over it (the button beside the box says what to do). A figure's title stands above it as
+   page text that wraps (a title line was cut at the chart's edge): the chart's own title is hidden,
+   and plotly's toolbar, shown after a tap, takes its empty place. */
 @media (max-width: 640px) {
   [data-testid="InputInstructions"] { display: none; }
-  .js-plotly-plot .modebar-container { top: auto !important; bottom: 100%; }
+  [data-testid="stMain"] .js-plotly-plot .gtitle { visibility: hidden; }
+  .chart-title { font-size: 16px; font-weight: 600; color: #222; margin: 0 0 -0.5rem; }
 }
 """ + "\n".join(f'[class*="st-key-wide{w}-"] > * {{ min-width: {w}px; }}'
                 for w in WIDE_WIDTHS) + "\n" + "\n".join(

@@ -5,6 +5,7 @@ metric's change."""
 from __future__ import annotations
 
 import html
+import re
 
 import streamlit as st
 
@@ -28,6 +29,11 @@ def chart(fig, data, name: str, caption: str | None = None) -> None:
     fig = browser_figure(fig)  # at once for a cached figure, which already is one
     kept = isinstance(fig, BrowserFigure)
     needed = fig.min_width if kept else min_width(fig)
+    title = phone_title(fig.to_dict() if kept else fig.to_plotly_json())
+    if title:
+        # Shown on a phone only (style.PAGE_CSS), where it wraps to the screen and the figure's own
+        # title line, cut at a 358 px chart's edge, is hidden.
+        st.html(f'<p class="chart-title">{title}</p>')
     # The keyed container carries the figure's minimum width into the page's style (style.PAGE_CSS),
     # rounded up to 50 px.
     with st.container(
@@ -46,6 +52,14 @@ def chart(fig, data, name: str, caption: str | None = None) -> None:
                        mime="text/csv", key=f"csv-{name}")
     if caption:
         st.caption(caption)
+
+
+def phone_title(spec: dict) -> str:
+    """A figure's title as HTML text that wraps: its explicit line breaks as spaces (plotly's title
+    markup, <sub>, <sup>, <b>, <i>, is HTML's too); "" for a figure without a title."""
+    title = (spec.get("layout") or {}).get("title") or {}
+    text = title.get("text") if isinstance(title, dict) else title
+    return re.sub(r"\s*<br\s*/?>\s*", " ", str(text or "")).strip()
 
 
 def view_chart(spec, name: str, caption: str | None = None) -> None:

@@ -35,6 +35,9 @@ TEMPLATE.layout.xaxis.autotickangles = [0, -60, -90]
 # figures draw about 7 % faster, to the same SVG (docs/deployment.md §2). An x axis keeps the check:
 # there it hides a number at the right edge.
 TEMPLATE.layout.yaxis.ticklabeloverflow = "allow"
+# A bar's value label is shrunk to the bar's width: all of a figure's bar labels at one size, and
+# none where that size would be under 10 px (a phone's floor; the hover still gives each value).
+TEMPLATE.layout.uniformtext = {"minsize": 10, "mode": "hide"}
 TEMPLATE.layout.coloraxis.colorbar.ticklabeloverflow = "allow"
 for _heatmap in TEMPLATE.data.heatmap:
     _heatmap.colorbar.ticklabeloverflow = "allow"

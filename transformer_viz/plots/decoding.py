@@ -42,7 +42,7 @@ def causal_mask_figure(labels: list[str], title: str | None = None) -> go.Figure
     t = len(labels)
     return mask_figure(np.tril(np.ones((t, t), dtype=bool)), labels, labels, title,
                        max(220, 90 + 30 * t),
-                       x_title="key position (blue: same or earlier, grey: later, masked)",
+                       x_title="key position<br>(blue: same or earlier,<br>grey: later, masked)",
                        y_title="query")
 
 
@@ -131,13 +131,22 @@ def beam_tree_figure(token_text: list[list[str]], parents: list[list[int]],
                             "zeroline": False},
                   "yaxis": {"title": {"text": "step"}, "dtick": 1,
                             "range": [len(parents) + 0.5, -0.5], "zeroline": False},
-                  "showlegend": False}
+                  "showlegend": False,
+                  # a beam's column holds its longest token (~7.5 px a character at 13 px) beside
+                  # its node; narrower, a phone's tokens ran into the next beam's
+                  "meta": {"min_width": K * _beam_column(token_text) + 160}}
         return make_figure(data, layout, title, 120 + 24 * len(parents))
     layout = {"xaxis": {"title": {"text": "step"}, "dtick": 1},
               "yaxis": {"title": {"text": "beam (rank by score)"}, "dtick": 1,
                         "range": [K - 0.5, -0.8]},
               "legend": {"orientation": "h", "y": -0.2}}
     return make_figure(data, layout, title, 160 + 70 * K)
+
+
+def _beam_column(token_text: list[list[str]]) -> int:
+    """px: the width of one beam's column in the downward tree."""
+    chars = max((len(_shown(token)) for row in token_text for token in row), default=3)
+    return int(7.5 * max(chars, 3)) + 30
 
 
 def _beam_nodes_trace(nodes: list[dict], token_text: list[list[str]], at, down: bool) -> dict:

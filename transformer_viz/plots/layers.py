@@ -263,7 +263,8 @@ def zero_fraction_figure(fraction, labels: list[str], overall: float, d_ff: int,
                         "title": {"text": "units at exactly 0"}},
               "xaxis": {"type": "category"},
               "shapes": [hline(overall, ORANGE, "dash")],
-              "annotations": [{"text": f"overall {overall:.1%}", "xref": "paper", "x": 0,
-                               "xanchor": "left", "yref": "y", "y": overall, "yanchor": "bottom",
+              # above the plot, not on the line: there it ran into the bars' values
+              "annotations": [{"text": f"dashed: overall {overall:.1%}", "xref": "paper", "x": 0,
+                               "xanchor": "left", "yref": "paper", "y": 1, "yanchor": "bottom",
                                "showarrow": False, "font": {"color": ORANGE}}]}
     return make_figure(data, layout, title, 320)

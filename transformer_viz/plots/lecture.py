@@ -110,7 +110,7 @@ def vit_patches_figure(image_size: int = 224, patch: int = 16,
                 "x1": image_size - 0.5, "line": {"color": ORANGE, "width": 1}}
                for k in range(side + 1)]
     notes = [{"x": (c + 0.5) * patch, "y": (r + 0.5) * patch, "text": str(r * side + c + 1),
-              "showarrow": False, "font": {"size": 9, "color": INK}}
+              "showarrow": False, "font": {"size": 11, "color": INK}}
              for r in range(side) for c in range(side) if (r + c) % 3 == 0]
     layout = {"xaxis": {"visible": False, "constrain": "domain"},
               "yaxis": {"visible": False, "autorange": "reversed", "scaleanchor": "x"},

@@ -61,7 +61,8 @@ def decoder_patch_figure(shares, labels: list[str], position: int,
     N, T = shares.shape
     later = np.broadcast_to(np.arange(T) > position, shares.shape)  # the causal cone's outside
     traces = _share_traces(shares, list(labels), N, masked=later, masked_hover=CANNOT_REACH)
-    layout = category_axes(list(labels), "target position (decoder input, patched after the layer)")
+    layout = category_axes(list(labels),
+                           "target position<br>(decoder input, patched after the layer)")
     layout["shapes"] = [_outline(position, N)]
     return make_figure(traces, layout, title, LABELS_HEIGHT + 40 * N)
 

@@ -126,7 +126,8 @@ def embedding_plus_pe_figure(embedding, positional, total, tokens: list[str]) ->
     parts = [np.asarray(a, dtype=np.float64) for a in (embedding, positional, total)]
     labels = token_labels(tokens)
     bound = float(max(np.abs(p).max() for p in parts)) or 1.0
-    titles = ("embedding E[id]·√d_model", "+ positional PE", "= input")
+    # Short, on two lines: a panel of the three is about 150 px wide on a phone.
+    titles = ("E[id]·√d_model", "+ PE", "= input")
     fig = go.Figure()
     # Three x axes on one shared y axis, laid out by hand (make_subplots is slow for a page rerun).
     layout = {}
@@ -138,7 +139,8 @@ def embedding_plus_pe_figure(embedding, positional, total, tokens: list[str]) ->
                                  hovertemplate=f"{name}<br>token %{{y}}<br>dimension %{{x}}<br>"
                                                "value %{z:.4g}<extra></extra>"))
         layout["xaxis" if n == 0 else f"xaxis{n + 1}"] = dict(
-            domain=[n * 0.34, n * 0.34 + 0.32], title=dict(text=f"{title} · dimension"), anchor="y")
+            domain=[n * 0.34, n * 0.34 + 0.32], title=dict(text=f"{title}<br>dimension"),
+            anchor="y")
     fig.update_layout(**layout, yaxis=dict(type="category", autorange="reversed"),
                       coloraxis=dict(colorscale=DIVERGING, cmin=-bound, cmax=bound, cmid=0))
     return base_layout(fig, "embedding + positional encoding = input",

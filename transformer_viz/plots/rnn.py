@@ -90,7 +90,7 @@ def timing_figure(lengths: list[int], seconds: dict[str, list[float]],
              "line": {"color": MODEL_COLOURS.get(name, colours[i % len(colours)])},
              "hovertemplate": f"{name}<br>%{{x}} tokens: %{{y:.1f}} ms<extra></extra>"}
             for i, (name, values) in enumerate(seconds.items())]
-    layout = {"xaxis": {"title": {"text": "source tokens S (and as many written)"}},
+    layout = {"xaxis": {"title": {"text": "source tokens S<br>(and as many written)"}},
               "yaxis": {"title": {"text": "ms per sentence"}, "rangemode": "tozero"}}
     return make_figure(data, layout, title, 340)
 
@@ -115,6 +115,10 @@ def bucket_bleu_figure(buckets: list[str], bleu: dict[str, list[float | None]],
              "hovertemplate": f"{name}<br>%{{x}}: BLEU %{{y:.1f}}<extra></extra>"}
             for name, values in bleu.items()]
     layout = {"xaxis": {"type": "category",
-                        "title": {"text": "source length in subword tokens (sentences)"}},
-              "yaxis": {"title": {"text": "sacreBLEU"}, "rangemode": "tozero"}}
-    return make_figure(data, layout, title, 360)
+                        "title": {"text": "source length in subword tokens<br>(sentences)"}},
+              "yaxis": {"title": {"text": "sacreBLEU"}, "rangemode": "tozero"},
+              # under the figure: at its right, on a phone, the legend left the lines a third of
+              # the width and the length labels ran into each other
+              "legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": 0, "yanchor": "bottom",
+                         "yref": "container"}}
+    return make_figure(data, layout, title, 400)

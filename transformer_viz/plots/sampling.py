@@ -26,14 +26,18 @@ def _bars(tokens: list[str], probs, colours: list[str], name: str) -> dict:
 
 def _two_panels(left: dict, right: dict, titles: list[str], n: int, title: str | None) -> go.Figure:
     """Two bar charts of probabilities side by side on one x range, with room right of the longest
-    bar."""
+    bar for its value (a third of the panel: at a phone's 400 px, less let the left panel's values
+    run into the right panel's token labels)."""
     layout, refs = grid_axes(2, 2, gap_x=0.12, titles=titles)
     left.update(xaxis=refs[0][0], yaxis=refs[0][1])
     right.update(xaxis=refs[1][0], yaxis=refs[1][1])
     top = float(max(np.max(left["x"], initial=0.0), np.max(right["x"], initial=0.0)))
+    upper = top * 1.5 + 0.02
     for ax in ("", "2"):
-        layout[f"xaxis{ax}"].update(type="linear", range=[0, min(1.0, top * 1.3 + 0.02)],
+        layout[f"xaxis{ax}"].update(type="linear", range=[0, upper],
                                     title={"text": "probability"})
+        if upper > 1:  # no tick past a probability of 1
+            layout[f"xaxis{ax}"]["tickvals"] = [0, 0.5, 1]
     layout["showlegend"] = False
     fig = make_figure([left, right], layout, title, max(260, 80 + 24 * n), panel_titles=True)
     fig.layout.margin.r = 50

@@ -62,16 +62,17 @@ def decoding_step(run: SentenceRun, step: int = 1, part: str = "topk", layer: in
 def beam_tree(run: SentenceRun, beam: int = 3, *, id_to_tokens: IdsToTokens,
               search: Callable[[int], SentenceRun]) -> FigureSpec:
     """The beam-search tree of this sentence with ``beam`` hypotheses, as the Decoding page draws it
-    (x: step, y: beam; the chosen translation's path thick). ``search(K)``: the sentence run by
-    beam search of width K (the app's cached run, or a new one); ``id_to_tokens`` names the
-    tokens."""
+    (a row a step, a column a beam; the chosen translation's path thick). ``search(K)``: the
+    sentence run by beam search of width K (the app's cached run, or a new one); ``id_to_tokens``
+    names the tokens."""
     found = search(beam)
     tree = beam_tree_data(found.decoding.steps, found.decoding.tokens[0], id_to_tokens)
     text, parents = tree["text"], tree["parents"]
     scores, finished = tree["scores"], tree["finished"]
-    title = f"Beam tree, K = {beam}: a line from each hypothesis to the one it extends"
+    title = (f"Beam tree, K = {beam}: a line from each hypothesis to the one it extends, the "
+             "chosen translation orange")
     table = long_form(list(range(1, len(text) + 1)), list(range(beam)),
                       {"token": text, "parent": parents, "log P": scores, "finished": finished},
                       ("step", "beam"))
     return FigureSpec(beam_tree_figure, (text, parents, scores, finished),
-                      {"best_beam": tree["best_beam"], "title": title}, table)
+                      {"best_beam": tree["best_beam"], "title": title, "down": True}, table)
