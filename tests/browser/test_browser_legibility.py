@@ -6,7 +6,8 @@ A chart fails when it is wider than its column (on a phone: unless its box shows
 sideways), when one of its texts is cut at the chart's edge, when two of its texts overlap (the
 glyph boxes of the SVG texts as drawn, turned with them, so the empty corners of a turned tick label
 do not count), or when a text is smaller than the floor: 16 px, and 18 px for titles (figure, axis,
-colour-bar and panel titles), on a projector; 10 px on a phone. Screenshots of each step go to
+colour-bar and panel titles), on a projector; 10 px on a phone. On a phone, also no colour bar or
+panel title over a panel and the block diagrams' labels inside their boxes. Screenshots of each step go to
 screenshots-tmp/legibility/ (git-ignored; each run replaces its files).
 
 Every problem found is written to problems.txt beside the screenshots, and any one fails the test.
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser.test_browser import (  # noqa: F401
+    DIAGRAM_TEXT_JS,
     SERVER_START_S,
     WAIT_MS,
     act_and_wait,
@@ -140,6 +142,38 @@ CHECK_JS = """({floor, titleFloor, scrollOk}) => {
     }));
   });
   return {charts: charts.length, texts, problems};
+}"""
+# Multi-panel figures: no colour bar or panel title over a panel, no two panel titles over each
+# other (boxes of the drawn groups).
+PANELS_JS = """() => {
+  const problems = [];
+  const meet = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1
+    && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1;
+  const plots = Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot'))
+    .filter((gd) => gd.querySelectorAll('.draglayer .nsewdrag').length >= 2);
+  plots.forEach((gd) => {
+    const name = (gd.querySelector('.gtitle') || {}).textContent || 'a figure';
+    const areas = Array.from(gd.querySelectorAll('.draglayer .nsewdrag'))
+      .map((e) => e.getBoundingClientRect());
+    const bars = Array.from(gd.querySelectorAll('g.colorbar'))
+      .map((e) => e.getBoundingClientRect());
+    const titles = Array.from(gd.querySelectorAll('g.annotation'))
+      .map((e) => [e.textContent, e.getBoundingClientRect()]);
+    bars.forEach((b) => {
+      if (areas.some((a) => meet(a, b))) problems.push(`${name}: a colour bar over a panel`);
+    });
+    titles.forEach(([text, t], i) => {
+      if (areas.some((a) => meet(a, t)))
+        problems.push(`${name}: panel title ${JSON.stringify(text)} over a panel`);
+      titles.slice(i + 1).forEach(([other, u]) => {
+        if (meet(t, u)) problems.push(`${name}: panel titles ${JSON.stringify(text)} `
+          + `and ${JSON.stringify(other)} overlap`
+          + ` (${Math.round(t.left)}-${Math.round(t.right)} `
+          + `and ${Math.round(u.left)}-${Math.round(u.right)} px)`);
+      });
+    });
+  });
+  return {figures: plots.length, problems};
 }"""
 SIDEBAR_JS = """(open) => {
   const bar = document.querySelector('[data-testid="stSidebar"]');
@@ -267,7 +301,7 @@ def test_every_page_and_step_is_legible_on_a_phone(browser, shipped_app):  # noq
     context.add_init_script(COUNT_RUNS_JS)
     pg = context.new_page()
     pg.set_default_timeout(WAIT_MS)
-    found, seen = [], 0
+    found, seen, multi_panel, diagrams = [], 0, 0, 0
 
     # the first page by its address, with the sentence; the others by their links
     def by_link(info):
@@ -292,6 +326,9 @@ def test_every_page_and_step_is_legible_on_a_phone(browser, shipped_app):  # noq
             where = info["title"] + (f" / {label}" if label else "")
             assert_page_healthy(pg, where)
             found += [(where, p) for p in check(pg, PHONE_FLOOR, PHONE_FLOOR, True)]
+            panels, drawn = pg.evaluate(PANELS_JS), pg.evaluate(DIAGRAM_TEXT_JS)
+            multi_panel, diagrams = multi_panel + panels["figures"], diagrams + drawn["diagrams"]
+            found += [(where, p) for p in panels["problems"] + drawn["problems"]]
             pg.screenshot(path=str(shots / (f"{info['url_path']}-{n + 1}.png" if label else
                                             f"{info['url_path']}.png")))
             seen += 1
@@ -300,4 +337,5 @@ def test_every_page_and_step_is_legible_on_a_phone(browser, shipped_app):  # noq
     write_problems(shots, found)
     print(f"{seen} views checked, {len(found)} problems; screenshots in {shots}")
     assert seen >= len(STEPS) + 16
+    assert multi_panel >= 5 and diagrams == 3, "the Overview's architecture and Shapes' two flows"
     assert_no_problem(found)

@@ -26,7 +26,6 @@ from tests.browser.test_browser import (  # noqa: F401
     pytestmark,
     wait_for_run,
 )
-from tests.support.browser import ROOT
 
 # The scroll offsets of every scrolling element: Streamlit scrolls inside its main container, not
 # the document.
@@ -313,85 +312,6 @@ def test_on_a_projector_each_pages_main_figure_starts_on_the_first_screen(browse
 
 # Figures of two or more panels, as drawn: a colour bar or a panel title over a panel's plot area,
 # or two panel titles over each other. Returns {figures: how many were checked, problems: [...]}.
-PANELS_JS = """() => {
-  const problems = [];
-  const meet = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1
-    && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1;
-  const plots = Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot'))
-    .filter((gd) => gd.querySelectorAll('.draglayer .nsewdrag').length >= 2);
-  plots.forEach((gd) => {
-    const name = (gd.querySelector('.gtitle') || {}).textContent || 'a figure';
-    const areas = Array.from(gd.querySelectorAll('.draglayer .nsewdrag'))
-      .map((e) => e.getBoundingClientRect());
-    const bars = Array.from(gd.querySelectorAll('g.colorbar'))
-      .map((e) => e.getBoundingClientRect());
-    const titles = Array.from(gd.querySelectorAll('g.annotation'))
-      .map((e) => [e.textContent, e.getBoundingClientRect()]);
-    bars.forEach((b) => {
-      if (areas.some((a) => meet(a, b))) problems.push(`${name}: a colour bar over a panel`);
-    });
-    titles.forEach(([text, t], i) => {
-      if (areas.some((a) => meet(a, t)))
-        problems.push(`${name}: panel title ${JSON.stringify(text)} over a panel`);
-      titles.slice(i + 1).forEach(([other, u]) => {
-        if (meet(t, u)) problems.push(`${name}: panel titles ${JSON.stringify(text)} `
-          + `and ${JSON.stringify(other)} overlap`
-          + ` (${Math.round(t.left)}-${Math.round(t.right)} `
-          + `and ${Math.round(u.left)}-${Math.round(u.right)} px)`);
-      });
-    });
-  });
-  return {figures: plots.length, problems};
-}"""
-CELL_TEXT_JS = """() => Array.from(
-    document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot .heatmaplayer text'))
-  .map((t) => parseFloat(getComputedStyle(t).fontSize))"""
-PHONE_SHOTS = ROOT / "screenshots-tmp" / "phone"  # git-ignored; each run replaces its files
-
-
-def test_on_a_phone_no_figure_draws_its_parts_over_each_other_on_any_page_or_step(browser, app_url):  # noqa: F811
-    """At 390 × 844 with touch, every page and every step: a screenshot each (in PHONE_SHOTS); no
-    colour bar or panel title over a panel, no two panel titles over each other, the block diagrams'
-    labels inside their boxes, numbers written in heatmap cells at least 10 px (a figure that needs
-    more width than the phone has scrolls sideways instead)."""
-    from tests.browser.test_browser import DIAGRAM_TEXT_JS, SCROLL_TO_JS, every_step
-
-    for old in PHONE_SHOTS.glob("*.png"):
-        old.unlink()
-    context, pg = new_page(browser, app_url, "", viewport={"width": 390, "height": 844},
-                           has_touch=True, is_mobile=True)
-    problems, shots, multi_panel, diagrams = [], [], 0, 0
-    try:
-        def by_address(info):  # on a phone the navigation is folded away with the sidebar
-            pg.goto(f"{app_url}/{'' if info['default'] else info['url_path']}?s="
-                    + urllib.parse.quote(FIRST_SENTENCE))
-            wait_for_run(pg, 0, sentence=FIRST_SENTENCE)
-
-        for info, n, label in every_step(pg, by_address):
-            where = info["title"] + (f" / {label}" if label else "")
-            assert_page_healthy(pg, where)
-            shot = PHONE_SHOTS / (f"{info['url_path']}-{n + 1}.png" if label
-                                  else f"{info['url_path']}.png")
-            shot.parent.mkdir(parents=True, exist_ok=True)
-            if label is not None:  # the step's own content fills the picture, not the page's header
-                pg.locator('[data-testid="stMain"] [role="tablist"]').first.evaluate(SCROLL_TO_JS)
-            pg.screenshot(path=str(shot))
-            shots.append(shot)
-            panels, drawn = pg.evaluate(PANELS_JS), pg.evaluate(DIAGRAM_TEXT_JS)
-            small = [size for size in pg.evaluate(CELL_TEXT_JS) if size < 10]
-            if small:
-                problems.append(f"{where}: {len(small)} numbers in heatmap cells smaller than 10 "
-                                "px")
-            multi_panel, diagrams = multi_panel + panels["figures"], diagrams + drawn["diagrams"]
-            problems += [f"{where}: {p}" for p in panels["problems"] + drawn["problems"]]
-    finally:
-        context.close()
-    print(f"{len(shots)} screenshots in {PHONE_SHOTS}; {multi_panel} multi-panel "
-          f"figures, {diagrams} diagrams checked")
-    assert multi_panel >= 5 and diagrams == 3
-    assert problems == [], "drawn over each other at 390 px:\n" + "\n".join(problems)
-
-
 def test_on_a_projector_the_layer_and_head_pickers_are_on_the_sidebars_first_screen(
         browser, app_url):  # noqa: F811
     context, pg = new_page(browser, app_url, "encoder", viewport={"width": 1280, "height": 720})
