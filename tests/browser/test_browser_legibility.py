@@ -7,8 +7,8 @@ sideways), when one of its texts is cut at the chart's edge, when two of its tex
 glyph boxes of the SVG texts as drawn, turned with them, so the empty corners of a turned tick label
 do not count), or when a text is smaller than the floor: 16 px, and 18 px for titles (figure, axis,
 colour-bar and panel titles), on a projector; 10 px on a phone. On a phone, also no colour bar or
-panel title over a panel and the block diagrams' labels inside their boxes. Screenshots of each step go to
-screenshots-tmp/legibility/ (git-ignored; each run replaces its files).
+panel title over a panel and the block diagrams' labels inside their boxes. Screenshots of each
+step go to screenshots-tmp/legibility/ (git-ignored; each run replaces its files).
 
 Every problem found is written to problems.txt beside the screenshots, and any one fails the test.
 The two walks take about two and a half minutes together."""

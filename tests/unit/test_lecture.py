@@ -158,3 +158,16 @@ def test_a_step_names_its_figure_builder_and_the_projector_style_draws_under_a_n
     names = {f"{f.__module__}.{f.__qualname__}" for f in (topk_figure, projector)}
     assert len(names) == 2
     assert projector(["▁a", "b"], [0.6, 0.4]).layout.height == lecture.PROJECTOR_HEIGHT
+
+
+def test_the_verdict_says_a_known_error_is_wrong_whatever_the_words_shared(ctx):
+    """The checkpoint's metadata names this very translation as wrong: the verdict says so and why,
+    although it shares every word of the slide; another translation of the sentence is judged by
+    the words alone."""
+    preset = lecture.Preset("x", "de", SENTENCE, ctx.run.translation)
+    meta = {"known_errors": [{"source": SENTENCE, "translation": ctx.run.translation,
+                              "error": "It names the wrong animal."}]}
+    verdict = lecture.preset_verdict(preset, ctx.run, ctx.id_to_token, meta)
+    assert "This translation is wrong: It names the wrong animal. Say so." in verdict
+    other = {"known_errors": [{**meta["known_errors"][0], "translation": "Something else."}]}
+    assert "wrong" not in lecture.preset_verdict(preset, ctx.run, ctx.id_to_token, other)

@@ -45,19 +45,26 @@ def examples_for(src_lang: str) -> list[str]:
     return EXAMPLES.get(src_lang, EXAMPLES["de"])
 
 
-def reference_note(src_lang: str, sentence: str, translation: str) -> str | None:
+def reference_note(src_lang: str, sentence: str, translation: str,
+                   meta: dict | None = None) -> str | None:
     """For one of the lecture's sentences, a plain line on the model's translation beside the
-    lecture's: their chrF, and when it is under WRONG_BELOW, that the translation is wrong. None for
-    other sentences."""
+    lecture's: their chrF, and that the translation is wrong when the chrF is under WRONG_BELOW or
+    the checkpoint's metadata ``meta`` names this translation as a known error (a wrong word that
+    chrF scores high). None for other sentences."""
     reference = LECTURE_SENTENCES.get(src_lang, {}).get(sentence.strip())
     if reference is None:
         return None
+    from transformer_viz.checkpoints.known_errors import known_error
     from transformer_viz.generation.evaluation import sentence_chrf
 
     chrf = sentence_chrf(translation, reference)
     line = (f"The lecture translates it as “{reference}” (chrF of this model's translation "
             f"against it: {chrf:.0f}).")
-    if chrf < WRONG_BELOW:
+    error = known_error(meta or {}, sentence, translation)
+    if error:
+        line += (f" **This translation is wrong**: {error} The pages below explain a "
+                 "mistranslation. Say so when you show it.")
+    elif chrf < WRONG_BELOW:
         line += (" **This translation is wrong**: the model gets this sentence wrong, so the pages "
                  "below explain a mistranslation. Say so when you show it.")
     return line

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from transformer_viz.checkpoints.known_errors import known_errors_lines
 from transformer_viz.models.transformer.config import ModelConfig
 
 if TYPE_CHECKING:
@@ -134,6 +135,7 @@ def model_card(cfg, meta: dict) -> str:
     for entry in length_entries(meta).values():
         lines += _length_table(entry)
     lines += _examples_table(meta.get("examples"))
+    lines += known_errors_lines(meta)
     lines += _history_table(meta)
     return "\n".join(lines)
 

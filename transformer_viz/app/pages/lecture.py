@@ -80,7 +80,8 @@ def presets(sel: Selection, run) -> None:
     preset = lecture.preset_for(run.source_text)
     if preset is not None and preset.src_lang == sel.src_lang:
         tokenizer = loaders.get_checkpoint(sel.checkpoint).tokenizer
-        st.info(lecture.preset_verdict(preset, run, tokenizer.convert_ids_to_tokens))
+        st.info(lecture.preset_verdict(preset, run, tokenizer.convert_ids_to_tokens,
+                                       about.checkpoint_info(sel.checkpoint)[1]))
 
 
 def speaker_notes(step: lecture.Step) -> None:

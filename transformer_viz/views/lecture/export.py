@@ -227,7 +227,7 @@ def title_section(ckpt: Checkpoint, run: SentenceRun, layer: int, head: int) -> 
     notes = list(run.messages)  # what the page says of the input: what was cleaned or cut
     preset = preset_for(run.source_text)
     if preset is not None and preset.src_lang == src:
-        notes.append(preset_verdict(preset, run, ckpt.tokenizer.convert_ids_to_tokens))
+        notes.append(preset_verdict(preset, run, ckpt.tokenizer.convert_ids_to_tokens, meta))
     model = meta.get("name") or (ckpt.path.name if ckpt.path else "the model")
     contents = "".join(f'<li><a href="#{n}">{html.escape(s.title)}</a></li>'
                        for n, s in enumerate(STEPS, start=1))

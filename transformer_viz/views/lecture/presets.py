@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from transformer_viz.checkpoints.known_errors import known_error
 from transformer_viz.text.lecture_sentences import LECTURE_SENTENCES_EN
 from transformer_viz.views.lecture.texts import pct, word
 
@@ -49,11 +50,12 @@ UNSURE = 0.25  # a written token with less probability than this: the model was 
 
 
 def preset_verdict(preset: Preset, run: SentenceRun,
-                   id_to_token: Callable[[list[int]], list[str]]) -> str:
+                   id_to_token: Callable[[list[int]], list[str]], meta: dict | None = None) -> str:
     """An honest line on the model's translation of a preset: the slide's translation beside it, how
-    many of the slide's words it shares, and the word the model was least sure of. When it shares
-    under 60 % of the words and some word was written with p < UNSURE, it says plainly that the
-    translation is likely wrong."""
+    many of the slide's words it shares, and the word the model was least sure of. When the
+    checkpoint's metadata ``meta`` names this translation as a known error, it says that it is wrong
+    and why; else, when it shares under 60 % of the words and some word was written with
+    p < UNSURE, that the translation is likely wrong."""
     wanted = _words(preset.reference)
     shared = len(wanted & _words(run.translation))
     p = chosen_probabilities(run)
@@ -62,7 +64,10 @@ def preset_verdict(preset: Preset, run: SentenceRun,
     line = (f"The slide translates it as “{preset.reference}”; this model writes "
             f"“{run.translation}” ({shared} of the slide's {len(wanted)} words; its least sure "
             f"word, “{token}”, had p = {pct(p[weakest])}).")
-    if shared < 0.6 * len(wanted) and p[weakest] < UNSURE:
+    error = known_error(meta or {}, preset.sentence, run.translation)
+    if error:
+        line += f" This translation is wrong: {error} Say so."
+    elif shared < 0.6 * len(wanted) and p[weakest] < UNSURE:
         line += (" This translation is likely wrong in places, and the model was unsure there: say "
                  "so. It is a small model trained on picture captions and everyday sentences.")
     elif shared < 0.6 * len(wanted):
