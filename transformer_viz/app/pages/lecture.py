@@ -79,9 +79,9 @@ def presets(sel: Selection, run) -> None:
                  format_func=lambda p: "— pick one —" if p is None else f"{p.label}: {p.sentence}")
     preset = lecture.preset_for(run.source_text)
     if preset is not None and preset.src_lang == sel.src_lang:
-        tokenizer = loaders.get_checkpoint(sel.checkpoint).tokenizer
-        st.info(lecture.preset_verdict(preset, run, tokenizer.convert_ids_to_tokens,
-                                       about.checkpoint_info(sel.checkpoint)[1]))
+        ckpt = loaders.get_checkpoint(sel.checkpoint)  # its metadata names its known errors
+        st.info(lecture.preset_verdict(preset, run, ckpt.tokenizer.convert_ids_to_tokens,
+                                       ckpt.metadata))
 
 
 def speaker_notes(step: lecture.Step) -> None:

@@ -69,8 +69,7 @@ with translation_col:
     if best is not run and best.translation != run.translation:
         widgets.show_user_text("The step-by-step pages follow greedy decoding, which gives",
                                run.translation)
-note = examples.reference_note(sel.src_lang, sel.sentence, best.translation,
-                               about.checkpoint_info(sel.checkpoint)[1])
+note = examples.reference_note(sel.src_lang, sel.sentence, best.translation, metadata)
 if note:
     st.info(note)
 S, T = len(run.src_ids), len(run.tgt_ids)
