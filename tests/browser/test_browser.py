@@ -154,17 +154,20 @@ def assert_page_healthy(pg, title: str) -> int:
 
 def save_screenshot(pg, path: Path, whole_page: bool = False) -> None:
     """The viewport, or the whole page: Streamlit scrolls inside its main container, so for that the
-    viewport grows to the content (slower: every chart redraws)."""
+    viewport grows to the content, 1400 px wide (slower: every chart redraws), and then goes back to
+    its size."""
     path.parent.mkdir(parents=True, exist_ok=True)
     if not whole_page:
         pg.screenshot(path=str(path))
         return
+    size = pg.viewport_size
     height = pg.evaluate("""() => { const m = document.querySelector('[data-testid="stMain"]');
                                     return Math.max(m ? m.scrollHeight : 0, 1000); }""")
     pg.set_viewport_size({"width": 1400, "height": min(int(height), 4000)})
     pg.wait_for_timeout(500)  # plotly redraws on resize
     pg.screenshot(path=str(path))
-    pg.set_viewport_size({"width": 1400, "height": 1000})
+    pg.set_viewport_size(size)
+    pg.wait_for_timeout(500)
 
 
 def toggle_causal_mask(pg) -> None:
@@ -217,72 +220,42 @@ def type_a_longer_sentence_on_the_masking_lab(pg) -> None:
     commit_sentence(pg, sentence)  # the pages after this one show the same sentence as those before
 
 
-def test_every_page_renders_without_errors(page, tmp_path):
-    pages = app_pages()
-    assert len(pages) >= 2
-    commit_sentence(page,
-                    "Zwei Hunde spielen im Schnee." if use_real_checkpoints()
-                    else "ein mann spielt im park .")
-    save_docs = os.environ.get("SAVE_SCREENSHOTS") == "1"
-    charts = {}
-    for info in pages:
-        title, url_path = info["title"], info["url_path"]
-        open_page(page, title)
-        charts[title] = assert_page_healthy(page, title)
-        shot = tmp_path / f"{url_path}.png"
-        save_screenshot(page, shot)
-        assert shot.stat().st_size > 10_000
-        if save_docs:
-            save_screenshot(page, ROOT / "docs" / "screenshots" / f"{url_path}.png",
-                            whole_page=True)
-        if "mask" in title.lower():
-            toggle_causal_mask(page)
-            type_a_longer_sentence_on_the_masking_lab(page)
-    assert page.dialogs == []
-    assert sum(charts.values()) > 0, f"no page drew a plotly chart: {charts}"
-
-
-def test_every_page_opens_at_its_own_address(page, app_url):
+def test_every_page_opens_at_its_own_address_and_hostile_sentences_stay_text(page, app_url):
     """A link to a page's address (http://host/<url_path>, as the navigation declares it) opens that
     page and stays there, the default page's included: Streamlit serves the default page at the root
     URL, and without the router's second entry for it /overview opened the Overview under a "Page
-    not found" dialog."""
+    not found" dialog. The links carry a hostile sentence (?s=), as a shared link could: on no page
+    does it become markup, and the Overview shows it literally; typed into the box, the same."""
     pages = app_pages()
     default = next(info for info in pages if info["default"])
+    hostile = " ".join(INJECTIONS)
     for path, title in [("", default["title"])] + [(info["url_path"], info["title"])
                                                    for info in pages]:
-        page.goto(f"{app_url}/{path}?s=" + urllib.parse.quote(FIRST_SENTENCE))
+        page.goto(f"{app_url}/{path}?s=" + urllib.parse.quote(hostile))
         wait_for_run(page, 0, title=title)
         assert page.locator('[data-testid="stMain"] h1').first.inner_text().strip() == title, path
         assert page.get_by_text("Page not found").count() == 0, (f"/{path}: a 'Page not found' "
                                                                  "dialog")
         assert urllib.parse.urlparse(page.url).path == f"/{path}", (path, page.url)
         assert_page_healthy(page, title)
-    assert page.dialogs == []
-
-
-def info_default(pages: list[dict], title: str) -> bool:
-    return any(p["default"] and p["title"] == title for p in pages)
-
-
-def test_script_injection_stays_text(page):
-    hostile = " ".join(INJECTIONS)
+        assert_stays_text(page, title, literal=title == default["title"])
+    open_page(page, default["title"])
+    commit_sentence(page, FIRST_SENTENCE)
     commit_sentence(page, hostile)
-    pages = app_pages()
-    for title in [info["title"] for info in pages]:
-        open_page(page, title)
-        assert_page_healthy(page, title)
-        # Nothing from the sentence became markup: no <img src=x> and no script with alert in the
-        # DOM.
-        assert page.locator('img[src="x"]').count() == 0, title
-        assert page.evaluate("() => Array.from(document.scripts).some((s) => "
-                             "s.text.includes('alert(1)'))") is False
-        # the Overview shows the sentence itself (the Lecture opens on the RNN)
-        if info_default(pages, title):
-            main_text = page.locator('[data-testid="stMain"]').inner_text()
-            for s in INJECTIONS:
-                assert s in main_text, f"{s!r} is not shown literally on {title}"
+    assert_stays_text(page, default["title"], literal=True)
     assert page.dialogs == [], f"a dialog opened: {page.dialogs}"
+
+
+def assert_stays_text(pg, title: str, literal: bool) -> None:
+    """Nothing from the sentence became markup: no <img src=x> and no script with alert in the DOM;
+    with `literal`, the main area shows each hostile string as it was typed."""
+    assert pg.locator('img[src="x"]').count() == 0, title
+    assert pg.evaluate("() => Array.from(document.scripts).some((s) => "
+                       "s.text.includes('alert(1)'))") is False, title
+    if literal:
+        main_text = pg.locator('[data-testid="stMain"]').inner_text()
+        for s in INJECTIONS:
+            assert s in main_text, f"{s!r} is not shown literally on {title}"
 
 
 # Everything in the main area that is wider than the box it sits in, so that part of it is cut off
@@ -398,19 +371,33 @@ def every_step(pg, open_one):
             open_step_number(pg, labels, 0)
 
 
-def test_nothing_is_cut_off_at_projector_size(projector_page):
-    """At 1280 × 720, on every page and every step of it: a screenshot each (kept in SCREENSHOTS),
-    no formula, tab bar or table wider than its container, and the block diagrams' labels inside
-    their boxes."""
+def test_every_page_and_step_renders_and_nothing_is_cut_off_at_projector_size(projector_page):
+    """At 1280 × 720, on every page and every step of it: no exception or error box, every chart
+    drawn, a screenshot each (kept in SCREENSHOTS), no formula, tab bar or table wider than its
+    container, and the block diagrams' labels inside their boxes. On the Masking lab, the causal
+    mask toggled off and on, and a longer sentence typed. SAVE_SCREENSHOTS=1 also writes each page's
+    first step, whole, to docs/screenshots/<page>.png."""
     pg = projector_page
+    pages = app_pages()
+    assert len(pages) >= 2
     for old in SCREENSHOTS.glob("*.png"):
         old.unlink()
     print(f"\nscreenshots at {PROJECTOR[0]}×{PROJECTOR[1]}: {SCREENSHOTS}")
-    commit_sentence(pg, "ein mann spielt im park .")
-    cut, shots, diagrams = [], [], 0
+    commit_sentence(pg, "Zwei Hunde spielen im Schnee." if use_real_checkpoints()
+                    else "ein mann spielt im park .")
+    save_docs = os.environ.get("SAVE_SCREENSHOTS") == "1"
+    cut, shots, diagrams, charts, seen = [], [], 0, 0, set()
     for info, n, label in every_step(pg, lambda info: open_page(pg, info["title"])):
         where = info["title"] + (f" / {label}" if label else "")
-        assert_page_healthy(pg, where)
+        charts += assert_page_healthy(pg, where)
+        seen.add(info["title"])
+        if n == 0 and save_docs:
+            save_screenshot(pg, ROOT / "docs" / "screenshots" / f"{info['url_path']}.png",
+                            whole_page=True)
+        if n == 0 and "mask" in info["title"].lower():
+            toggle_causal_mask(pg)
+            type_a_longer_sentence_on_the_masking_lab(pg)
+            open_step_number(pg, step_labels(pg), 0)
         shot = SCREENSHOTS / (f"{info['url_path']}-{n + 1}.png" if label
                               else f"{info['url_path']}.png")
         if label is not None:  # the step's own content, not the page's header, fills the picture
@@ -422,9 +409,12 @@ def test_nothing_is_cut_off_at_projector_size(projector_page):
         diagrams += drawn["diagrams"]
         cut += [f"{where}: {problem}" for problem in drawn["problems"]]
     print(f"{len(shots)} screenshots in {SCREENSHOTS}")
+    assert seen == {info["title"] for info in pages}
     assert all(shot.stat().st_size > 10_000 for shot in shots)
+    assert charts > 0, "no page drew a plotly chart"
     assert diagrams == 3, "the Overview's architecture and the Shapes page's two flows"
     assert cut == [], "cut off at 1280 px:\n" + "\n".join(cut)
+    assert pg.dialogs == []
 
 
 def test_complete_the_sentence_reruns_with_the_prompt_and_steps_through_the_tokens(page, app_url):
