@@ -414,7 +414,7 @@ class Preset:
 PRESETS = (
     Preset("she / he", "en-de", "The doctor said that she was tired.",
            "The doctor said that he was tired.",
-           "The pronoun alone changes; the translations part at the conjunction: “dass sie …” "
+           "The pronoun alone changes, and so do the translations, at the pronoun: “sie sei …” "
            "against “er sei …”."),
     Preset("tired / dangerous", "en-de",
            "The animal didn't cross the street because it was too tired.",
