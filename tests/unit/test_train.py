@@ -17,7 +17,8 @@ from safetensors.torch import load_file
 from tests.support.corpora import synthetic_pairs
 from transformer_viz.text.corpora import DataError, make_batch, read_split, token_batches
 from transformer_viz.training.common import TrainState
-from transformer_viz.training.translation import TrainConfig, learning_rate, rewarmup_factor, train
+from transformer_viz.training.translation import (TrainConfig, cooldown_factor,
+                                                  learning_rate, rewarmup_factor, train)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -237,3 +238,25 @@ def test_after_continuing_the_learning_rate_ramps_up_again_from_zero():
     # a run that never continued is not touched
     assert rewarmup_factor(tc, TrainState(step=10)) == 1.0
     assert rewarmup_factor(_config(rewarmup=0), TrainState(step=5001, restart_step=5000)) == 1.0
+
+
+def test_the_cool_down_brings_the_learning_rate_linearly_to_zero():
+    tc = _config(cooldown_start=1000, cooldown_steps=200)
+    assert cooldown_factor(tc, 1000) == 1.0
+    assert cooldown_factor(tc, 1050) == pytest.approx(0.75)
+    assert cooldown_factor(tc, 1100) == pytest.approx(0.5)
+    assert cooldown_factor(tc, 1200) == 0.0
+    assert cooldown_factor(tc, 1500) == 0.0  # an epoch's last batches past the end change nothing
+    # without a cool-down the schedule is untouched
+    assert cooldown_factor(_config(), 10**6) == 1.0
+    assert cooldown_factor(_config(cooldown_start=1000), 1100) == 1.0
+
+
+def test_a_run_that_cools_down_stops_moving_its_weights_at_zero(tmp_path, pairs):
+    # the rate reaches zero at step 2, so epochs 2 and 3 leave the weights where they were
+    tc = _config(epochs=3, average_last=3, cooldown_start=1, cooldown_steps=1)
+    summary = train(tc, tmp_path / "run", pairs=pairs, progress=False, log=lambda *_: None)
+    assert [h["lr"] for h in summary["history"]] == [0.0, 0.0, 0.0]
+    first = load_file(str(tmp_path / "run" / "epoch001.safetensors"))
+    last = load_file(str(tmp_path / "run" / "epoch003.safetensors"))
+    assert all(torch.equal(first[k], last[k]) for k in first)

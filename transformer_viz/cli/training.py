@@ -29,6 +29,9 @@ TRAIN_FLAG_HELP = {
     "continue_from": "go on training this checkpoint (its tokenizer, weights, step and history; "
                      "Adam restarts)",
     "rewarmup": "after --continue-from, steps over which the learning rate ramps up again from 0",
+    "cooldown_start": "the step after which the learning rate falls linearly to zero (0: no "
+                      "cool-down)",
+    "cooldown_steps": "steps over which the cool-down brings the learning rate to zero",
     "num_beams": "decoding default written to the checkpoint's generation_config.json",
     "length_penalty": "length-penalty exponent α written to generation_config.json",
     "lang": "train-gpt: the language whose sentences it learns to complete (en or de)",

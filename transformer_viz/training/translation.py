@@ -66,6 +66,10 @@ class TrainConfig:
     continue_from: str = ""
     # after --continue-from: steps over which the learning rate ramps up again (Adam starts at zero)
     rewarmup: int = 100
+    # a cool-down: from this step on the learning rate falls linearly to zero over cooldown_steps
+    # (0: the schedule's 1/√step decay throughout)
+    cooldown_start: int = 0
+    cooldown_steps: int = 0
     num_beams: int = 1  # decoding defaults written into the checkpoint's generation_config.json
     length_penalty: float = 0.6
 
@@ -158,8 +162,7 @@ def run_epoch(model, train_model, optimizer, scaler, batches: list[list[int]], e
         batch = make_batch([examples[i] for i in idx], cfg.pad_id, cfg.bos_id,
                            cfg.eos_id).to(device)
         state.step += 1
-        lr = (learning_rate(state.step, cfg.d_model, tc.warmup, tc.lr_factor)
-              * rewarmup_factor(tc, state))
+        lr = step_learning_rate(tc, state, cfg.d_model)
         for group in optimizer.param_groups:
             group["lr"] = lr
         with autocast(device, tc.amp), attention_kernel(device):
@@ -182,6 +185,13 @@ def run_epoch(model, train_model, optimizer, scaler, batches: list[list[int]], e
     return loss_sum, token_sum, time.time() - t_epoch
 
 
+def step_learning_rate(tc: TrainConfig, state: TrainState, d_model: int) -> float:
+    """The learning rate of step ``state.step``: the paper's schedule, ramped up again after
+    continuing and brought down by the cool-down."""
+    return (learning_rate(state.step, d_model, tc.warmup, tc.lr_factor)
+            * rewarmup_factor(tc, state) * cooldown_factor(tc, state.step))
+
+
 def rewarmup_factor(tc: TrainConfig, state: TrainState) -> float:
     """After going on from an exported checkpoint Adam's moment estimates start from zero, so its
     first updates are about lr · sign(gradient) for every weight; ramp the learning rate up again
@@ -189,6 +199,17 @@ def rewarmup_factor(tc: TrainConfig, state: TrainState) -> float:
     if state.restart_step < 0 or tc.rewarmup <= 0:
         return 1.0
     return min(1.0, (state.step - state.restart_step) / tc.rewarmup)
+
+
+def cooldown_factor(tc: TrainConfig, step: int) -> float:
+    """1 until ``tc.cooldown_start``, then falling linearly to 0 over ``tc.cooldown_steps``.
+
+    Why: the 1/√step decay leaves the weights moving at a sizeable rate, so a single epoch's
+    weights are noisy; a last stretch whose rate falls to zero settles them (the role the average
+    of the last epochs plays without it)."""
+    if tc.cooldown_start <= 0 or tc.cooldown_steps <= 0 or step <= tc.cooldown_start:
+        return 1.0
+    return max(0.0, 1.0 - (step - tc.cooldown_start) / tc.cooldown_steps)
 
 
 def save_epoch_weights(run_dir: Path, model: Transformer, epoch: int, keep: int) -> None:
@@ -309,7 +330,7 @@ def start_run(tc: TrainConfig, run_dir: Path, data_dir=None, tatoeba_dir=None, p
     state = TrainState.from_dict(saved)
     if saved:
         quiet(f"resuming from epoch {state.epoch}, step {state.step} "
-              f"(lr {learning_rate(state.step, cfg.d_model, tc.warmup, tc.lr_factor):.2e})")
+              f"(lr {step_learning_rate(tc, state, cfg.d_model):.2e})")
     elif tc.continue_from:
         state = continue_from_checkpoint(model, run_dir, tc.continue_from, log=quiet)
     elif tc.init_from:
@@ -347,7 +368,7 @@ def end_epoch(run: Run, loss_total: float, tokens_total: float, epoch_s: float,
            "train_loss": loss_total / max(tokens_total, 1),
            "val_loss": validation_loss(model, run.val_batches, run.device, tc.label_smoothing),
            "val_bleu": scores["val"],
-           "lr": learning_rate(state.step, model.cfg.d_model, tc.warmup, tc.lr_factor),
+           "lr": step_learning_rate(tc, state, model.cfg.d_model),
            "tokens_per_s": tokens_total / max(epoch_s, 1e-9), "epoch_s": epoch_s,
            "elapsed_s": elapsed_s,
            **{f"{name}_bleu": value for name, value in scores.items() if name != "val"}}
