@@ -28,8 +28,8 @@ def test_patch_json_on_the_shipped_model(capsys):
                            "--json")
     assert code == 0
     got = json.loads(out)
-    # the translations part at position 4: "Der Arzt sagte, sie sei …" / "Der Arzt sagte, er sei …"
-    assert (got["position"], got["clean_token"], got["corrupted_token"]) == (4, "▁sie", "▁er")
+    # the translations part at position 4: "Der Arzt sagte, dass sie …" / "Der Arzt sagte, er sei …"
+    assert (got["position"], got["clean_token"], got["corrupted_token"]) == (4, "▁dass", "▁er")
     assert got["changed_positions"] == [4]
     enc, dec = np.array(got["encoder"]), np.array(got["decoder"])
     assert enc.shape == (3, 9) and dec.shape == (3, len(got["target_tokens"]))
