@@ -40,6 +40,19 @@ def test_history_loss_and_bleu_in_separate_panels():
     assert list(bleu.y) == [8.0, 16.0, 24.0]
 
 
+def test_a_long_history_leaves_the_epoch_ticks_to_plotly():
+    """A tick per epoch for a short run; fifteen epochs' labels overlapped on a phone."""
+    from transformer_viz.plots.training import history_figure
+
+    def history(n):
+        return [{"epoch": e, "train_loss": 3.0, "val_loss": 3.1, "val_bleu": 40.0}
+                for e in range(1, n + 1)]
+
+    short, long = history_figure(history(10)), history_figure(history(15))
+    assert short.layout.xaxis.dtick == 1 and short.layout.xaxis2.dtick == 1
+    assert long.layout.xaxis.dtick is None and long.layout.xaxis2.dtick is None
+
+
 def test_the_learning_rate_legend_stands_inside_the_plot_off_the_step_numbers():
     """Under the axis, at a projector's sizes, the legend covered the step numbers."""
     from transformer_viz.plots.training import lr_schedule_figure
