@@ -260,3 +260,13 @@ def test_a_run_that_cools_down_stops_moving_its_weights_at_zero(tmp_path, pairs)
     first = load_file(str(tmp_path / "run" / "epoch001.safetensors"))
     last = load_file(str(tmp_path / "run" / "epoch003.safetensors"))
     assert all(torch.equal(first[k], last[k]) for k in first)
+
+
+def test_train_refuses_half_a_cool_down_in_one_line(tmp_path, capsys):
+    from tests.unit.test_cli import run_cli
+
+    run_dir = tmp_path / "run"
+    code, out, err = run_cli(capsys, "train", "--run-dir", str(run_dir), "--cooldown-steps", "100")
+    assert code == 2 and not out and err.count("\n") == 1
+    assert "--cooldown-start and --cooldown-steps go together" in err
+    assert not run_dir.exists()  # refused before reading data or writing anything

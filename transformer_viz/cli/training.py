@@ -8,7 +8,7 @@ import argparse
 import dataclasses
 import json
 
-from transformer_viz.cli.common import data_flags
+from transformer_viz.cli.common import data_flags, fail
 
 # TrainConfig fields as flags (--src-lang is --src, --config takes a preset name); defaults live in
 # the dataclass.
@@ -68,6 +68,9 @@ def config_from(args, cls):
 def cmd_train(args) -> int:
     from transformer_viz.training.translation import TrainConfig, train
 
+    if (args.cooldown_start > 0) != (args.cooldown_steps > 0):
+        return fail("--cooldown-start and --cooldown-steps go together: the step after which the "
+                    "learning rate falls, and over how many steps it reaches zero")
     train(config_from(args, TrainConfig), args.run_dir, data_dir=args.data_dir,
           tatoeba_dir=args.tatoeba_dir, out_dir=args.out, progress=not args.no_progress)
     return 0

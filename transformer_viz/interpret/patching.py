@@ -415,7 +415,8 @@ PRESETS = (
     Preset("she / he", "en-de", "The doctor said that she was tired.",
            "The doctor said that he was tired.",
            "The pronoun alone changes, and the translations part there: “dass sie müde sei” "
-           "against “er sei müde”: with “she” the model opens a “dass” clause, with “he” not."),
+           "against “er sei müde”: with “she” the model opens a “dass” clause, with “he” it does "
+           "not."),
     Preset("tired / dangerous", "en-de",
            "The animal didn't cross the street because it was too tired.",
            "The animal didn't cross the street because it was too dangerous.",
