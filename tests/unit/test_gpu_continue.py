@@ -115,6 +115,37 @@ def test_init_from_refuses_a_changed_shard_in_one_line(data, tmp_path, capsys):
     assert not (tmp_path / "out").exists()  # refused before anything was trained or written
 
 
+def test_init_from_may_change_dropout_but_not_a_shape(data, tmp_path, capsys):
+    first = BudgetedRun(TINY, data, _quiet)
+    first.send(tmp_path / "init", "command 1", time.time(), 1.0)
+    init = str(tmp_path / "init")
+    rc = replace(TINY, init_from=init, model_overrides={"dropout": 0.3, "attn_dropout": 0.1})
+    run = BudgetedRun(rc, data, _quiet, load_init(init, "de-en"))
+    assert (run.model.cfg.dropout, run.model.cfg.attn_dropout) == (0.3, 0.1)
+    state = first.model.state_dict()
+    assert all(torch.equal(state[k], v) for k, v in run.model.state_dict().items())
+    code = main(["train", "--direction", "de-en", "--preset", "tiny", "--init-from", init,
+                 "--model-overrides", '{"d_ff": 72}', "--minutes", "0.01", "--data", str(data),
+                 "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and "['d_ff']" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_card_shows_a_dash_for_the_loaded_weights_training_loss():
+    from transformer_viz.checkpoints.cards import model_card
+    from transformer_viz.models.transformer.config import ModelConfig
+
+    history = [{"epoch": 22, "step": 4109, "train_loss": 2.23, "val_loss": 3.275, "val_bleu": 22.36,
+                "tatoeba_dev_bleu": 48.7, "elapsed_s": 451.0},
+               {"epoch": 22, "step": 4109, "val_loss": 3.275, "val_bleu": 22.13,
+                "tatoeba_dev_bleu": 48.52, "elapsed_s": 451.0, "before_update": True}]
+    card = model_card(ModelConfig(), {"name": "x", "history": history})
+    assert "| 22 | 4109 | 2.230 | 3.275 | 22.36 | 48.70 | 7.5 |" in card
+    assert "| 22 | 4109 | — | 3.275 | 22.13 | 48.52 | 7.5 |" in card
+    assert "nan" not in card
+
+
 @pytest.mark.slow
 def test_one_direction_then_going_on_from_it_then_join(data, tmp_path):
     env = {**os.environ, "PYTHON": sys.executable, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
@@ -134,6 +165,11 @@ def test_one_direction_then_going_on_from_it_then_join(data, tmp_path):
     assert sorted(p.name for p in (tmp_path / "out1").iterdir()) == [
         "de-en.manifest.json", "de-en.weights-1-of-1.safetensors", "train.log"]
     assert first["run"]["memory_fraction"] == 0.9 and first["steps"] > 0
+    log = (tmp_path / "out1" / "train.log").read_text()
+    logged = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+    # The learning rate is logged to three significant digits (about 3e-4 on the GPU), not rounded
+    # to three decimals.
+    assert [row["lr"] for row in logged] == [float(f"{row['lr']:.3g}") for row in first["history"]]
     assert join(tmp_path / "out1", data, tmp_path / "ckpt1", log=_quiet)["de-en"]["written"]
     shutil.copytree(tmp_path / "out1", tmp_path / "gpu-init" / "de-en")
     second = train("out2", "--init-from", str(tmp_path / "gpu-init" / "de-en"))

@@ -89,6 +89,13 @@ def _scores_table(rows: list[dict] | None) -> list[str]:
                     "or a loop of up to three subwords, repeated four or more times in a row.", ""]
 
 
+def _cell(row: dict, key: str, decimals: int) -> str:
+    """A number of a history row, or a dash where the row has none (weights scored as loaded,
+    before any update, have no training loss)."""
+    value = row.get(key)
+    return "—" if value is None else f"{value:.{decimals}f}"
+
+
 def _history_table(meta: dict) -> list[str]:
     """The model card's "Training history" section: one row per epoch of metadata's ``history``."""
     if not meta.get("history"):
@@ -100,10 +107,9 @@ def _history_table(meta: dict) -> list[str]:
              "| epoch | step | train loss | val loss | " + " | ".join(titles) + " | minutes |",
              "|---|---|---|---|" + "---|" * len(titles) + "---|"]
     for h in meta["history"]:
-        lines.append(f"| {h.get('epoch')} | {h.get('step')} | "
-                     f"{h.get('train_loss', float('nan')):.3f} | "
-                     f"{h.get('val_loss', float('nan')):.3f} | "
-                     + " | ".join(f"{h.get(k, float('nan')):.2f}" for k in keys)
+        lines.append(f"| {h.get('epoch')} | {h.get('step')} | {_cell(h, 'train_loss', 3)} | "
+                     f"{_cell(h, 'val_loss', 3)} | "
+                     + " | ".join(_cell(h, k, 2) for k in keys)
                      + f" | {h.get('elapsed_s', 0) / 60:.1f} |")
     if meta.get("history_note"):
         lines.append("\n" + meta["history_note"])

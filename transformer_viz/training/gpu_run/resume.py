@@ -62,11 +62,18 @@ def load_init(directory: str | Path, direction: str) -> tuple[dict, dict]:
     return manifest, compact
 
 
+# Regularisation only: no weight depends on them, so going on may change them (the base model
+# overfitted at 0.1: tools/gpu/README.md, the run of 2026-11-28).
+MAY_CHANGE = ("dropout", "attn_dropout")
+
+
 def check_compatible(previous: dict, config: dict, data_sha256: dict) -> None:
     """Refuse to go on with another model shape or other prepared data (other token IDs)."""
     config = json.loads(json.dumps(config))  # tuples read back from JSON are lists
-    if previous["config"] != config:
-        changed = sorted(k for k in config if previous["config"].get(k) != config[k])
+    keys = set(config) | set(previous["config"])
+    changed = sorted(k for k in keys - set(MAY_CHANGE)
+                     if previous["config"].get(k) != config.get(k))
+    if changed:
         raise InitRefused(f"--init-from: the model config differs in {changed}")
     if previous["data"] != data_sha256:
         raise InitRefused("--init-from: those weights were trained on other prepared data")

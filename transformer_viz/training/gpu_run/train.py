@@ -213,6 +213,8 @@ class BudgetedRun:
         self.history.append(row)
         window.update(loss=0.0, steps=0)
         rounded = {k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}
+        if "lr" in row:  # about 3e-4: three decimals would print 0.0
+            rounded["lr"] = float(f"{row['lr']:.3g}")
         self.log(json.dumps({"direction": rc.direction, **rounded}))
 
     def after_step(self, state, loss: float, n_tokens: int) -> bool:
@@ -317,8 +319,8 @@ def train_direction(rc: GpuRunConfig, data: str | Path, out: str | Path, log=pri
     t_start = time.time()
     # The shards' hashes are checked before anything else costs time on the GPU.
     init = load_init(rc.init_from, rc.direction) if rc.init_from else None
+    run = BudgetedRun(rc, data, log, init)  # a refused config writes nothing either
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    run = BudgetedRun(rc, data, log, init)
     train_s = run.train()
     return run.send(out, command, t_start, train_s)
