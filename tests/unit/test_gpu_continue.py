@@ -171,6 +171,14 @@ def test_one_direction_then_going_on_from_it_then_join(data, tmp_path):
     # to three decimals.
     assert [row["lr"] for row in logged] == [float(f"{row['lr']:.3g}") for row in first["history"]]
     assert join(tmp_path / "out1", data, tmp_path / "ckpt1", log=_quiet)["de-en"]["written"]
+    losses = subprocess.run([sys.executable, "-m", "transformer_viz.training.gpu_run", "losses",
+                             str(tmp_path / "ckpt1" / "base-de-en"), "--data", str(data)],
+                            env=env, capture_output=True, text=True, timeout=120)
+    assert losses.returncode == 0, losses.stderr[-3000:]
+    measured = dict(item.rsplit(" ", 1) for item in losses.stdout.split(": ", 1)[1].split(", "))
+    assert list(measured) == ["multi30k_train", "val", "tatoeba_train", "tatoeba_dev"]
+    # The whole val set (30 pairs) as the run measured it at its end, before the int8 rounding.
+    assert float(measured["val"]) == pytest.approx(first["history"][-1]["val_loss"], abs=0.05)
     shutil.copytree(tmp_path / "out1", tmp_path / "gpu-init" / "de-en")
     second = train("out2", "--init-from", str(tmp_path / "gpu-init" / "de-en"))
     start = first["steps"]

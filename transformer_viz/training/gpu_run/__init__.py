@@ -14,6 +14,8 @@ Three stages, one command each (``python -m transformer_viz.training.gpu_run STA
     scores of the weights exactly as sent.
 ``join`` (here; ``returned``, ``card``): checks the hashes, restores the weights, scores them again
     on this CPU and writes complete checkpoint directories.
+``losses`` (here; ``data.split_losses``): the loss of checkpoints on each training split and dev
+    set, to tell memorising from learning.
 
 Only torch, tokenizers, safetensors, sacrebleu, tqdm and numpy are imported: the GPU machine has no
 Streamlit, plotly or transformers.

@@ -1,4 +1,5 @@
-"""``python -m transformer_viz.training.gpu_run prepare|train|join``: one command per stage."""
+"""``python -m transformer_viz.training.gpu_run prepare|train|join``: one command per stage;
+``losses`` measures returned or shipped checkpoints on the prepared splits."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 import shlex
 import sys
 
-from transformer_viz.training.gpu_run.data import prepare
+from transformer_viz.training.gpu_run.data import DIRECTIONS, prepare
 from transformer_viz.training.gpu_run.resume import InitRefused
 from transformer_viz.training.gpu_run.returned import BLEU_TOLERANCE, join
 from transformer_viz.training.gpu_run.train import GpuRunConfig, train_direction
@@ -51,7 +52,32 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tolerance", type=float, default=BLEU_TOLERANCE)
     p.add_argument("--command", action="append", default=[],
                    help="a command to record in the model card")
+    p = sub.add_parser("losses", help="label-smoothed loss of checkpoints on each training split "
+                       "and dev set (--limit pairs of each, evenly spaced)")
+    p.add_argument("checkpoints", nargs="+", help="checkpoint directories of one direction")
+    p.add_argument("--data", default="gpu-data")
+    p.add_argument("--limit", type=int, default=1000)
     return top
+
+
+def _losses(directories: list[str], data: str, limit: int) -> int:
+    from transformer_viz.checkpoints import load_checkpoint
+    from transformer_viz.checkpoints.load import load_metadata
+    from transformer_viz.training.gpu_run.data import Prepared, split_losses
+
+    prepared = Prepared.load(data)
+    for directory in directories:
+        meta = load_metadata(directory)
+        direction = f"{meta.get('src_lang')}-{meta.get('tgt_lang')}"
+        if direction not in DIRECTIONS:
+            print(f"gpu_run losses: {directory} translates {direction}, not de-en or en-de",
+                  file=sys.stderr)
+            return 2
+        model = load_checkpoint(directory).model
+        losses = split_losses(model, prepared, *DIRECTIONS[direction], limit)
+        print(f"{directory} ({direction}, {limit} pairs each): "
+              + ", ".join(f"{split} {loss:.3f}" for split, loss in losses.items()), flush=True)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
         except InitRefused as exc:
             print(f"gpu_run train: {exc}", file=sys.stderr)
             return 2
+    elif args.stage == "losses":
+        return _losses(args.checkpoints, args.data, args.limit)
     else:
         reports = join(args.returned, args.data, args.out, args.command, args.tolerance,
                        args.prefix, log=log)
