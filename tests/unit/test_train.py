@@ -6,6 +6,7 @@ import gzip
 import json
 import math
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -130,6 +131,34 @@ def test_token_batches_respect_the_budget_and_cover_every_example():
         assert batch.src.numel() + batch.tgt_in.numel() <= 200 or len(b) == 1
         assert (batch.tgt_in[:, 0] == 1).all()
         assert batch.n_tokens == sum(len(examples[i][1]) + 1 for i in b)
+
+
+def _make_batch_row_by_row(examples, pad_id, bos_id, eos_id):
+    """The plain way, one row at a time: the reference for make_batch's masked writes."""
+    B = len(examples)
+    S = max(len(s) for s, _ in examples)
+    T = max(len(t) for _, t in examples) + 1
+    src = torch.full((B, S), pad_id, dtype=torch.long)
+    tgt_in = torch.full((B, T), pad_id, dtype=torch.long)
+    tgt_out = torch.full((B, T), pad_id, dtype=torch.long)
+    for b, (s, t) in enumerate(examples):
+        src[b, : len(s)] = torch.tensor(s, dtype=torch.long)
+        tgt_in[b, : len(t) + 1] = torch.tensor([bos_id] + t)
+        tgt_out[b, : len(t) + 1] = torch.tensor(t + [eos_id])
+    return src, tgt_in, tgt_out
+
+
+@pytest.mark.parametrize("pad_id, bos_id, eos_id", [(0, 1, 2), (3, 7, 9)])
+def test_make_batch_equals_padding_row_by_row(pad_id, bos_id, eos_id):
+    rng = random.Random(5)
+    examples = [([rng.randrange(10, 99) for _ in range(rng.randrange(1, 30))],
+                 [rng.randrange(10, 99) for _ in range(rng.randrange(0, 25))]) for _ in range(200)]
+    for batch_examples in (examples, examples[:1], [([11], [])], [([11, 12], [13]), ([14], [])]):
+        batch = make_batch(batch_examples, pad_id, bos_id, eos_id)
+        src, tgt_in, tgt_out = _make_batch_row_by_row(batch_examples, pad_id, bos_id, eos_id)
+        assert torch.equal(batch.src, src) and torch.equal(batch.tgt_in, tgt_in)
+        assert torch.equal(batch.tgt_out, tgt_out)
+        assert batch.n_tokens == sum(len(t) + 1 for _, t in batch_examples)
 
 
 def _write_corpus(directory: Path, pairs_by_split: dict) -> None:
