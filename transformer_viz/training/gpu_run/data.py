@@ -208,18 +208,15 @@ def split_losses(model, prepared: Prepared, src: str, tgt: str, limit: int = 100
     evenly spaced through each (the Tatoeba training pairs are sorted by length): a training split
     against its dev set shows how much of what was fitted carries over (the gap), which the
     training loss of mixed batches hides."""
-    import torch
-
     from transformer_viz.text.corpora import make_batch, token_batches
     from transformer_viz.training.common import validation_loss
 
-    cfg, out = model.cfg, {}
+    cfg, device, out = model.cfg, next(model.parameters()).device, {}
     for split in TRAIN_SPLITS[:1] + DEV_SETS[:1] + TRAIN_SPLITS[1:] + DEV_SETS[1:]:
         examples = prepared.examples(split, src, tgt, cfg.max_len)
         examples = examples[:: max(1, len(examples) // limit)][:limit]
         batches = [make_batch([examples[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id)
                    for idx in token_batches(examples, 8000, shuffle=False)]
-        device = next(model.parameters()).device
         with torch.no_grad():
             out[split] = validation_loss(model, batches, device, smoothing)
     return out
