@@ -132,6 +132,67 @@ def test_init_from_may_change_dropout_but_not_a_shape(data, tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+def test_the_average_of_the_last_evaluations_is_scored_and_the_better_is_sent(data, tmp_path):
+    from transformer_viz.checkpoints import state_dict_for_saving
+    from transformer_viz.checkpoints.compact import quantise
+    from transformer_viz.training.translation import run_epoch
+
+    torch.manual_seed(0)
+    run = BudgetedRun(replace(TINY, average_from=0.5, minutes=1.0), data, _quiet)
+
+    def steps_then_evaluate(n: int) -> dict[str, torch.Tensor]:
+        done: list[int] = []
+
+        def after(state, loss, n_tokens) -> bool:
+            run.after_step(state, loss, n_tokens)
+            done.append(1)
+            return len(done) == n
+
+        batches = token_batches(run.examples, run.tc.batch_tokens, shuffle=True, seed=len(done))
+        run.model.train()
+        run_epoch(run.model, run.model, run.optimizer, run.scaler, batches, run.examples, run.tc,
+                  run.state, run.device, False, 1, after_step=after)
+        run.evaluate()
+        return {k: v.detach().float().clone() for k, v in state_dict_for_saving(run.model).items()}
+
+    run.t_train = time.time() - 20  # 20 s of a 60 s budget: before the averaging starts at 30 s
+    steps_then_evaluate(5)
+    assert run.average_steps == []
+    run.t_train = time.time() - 40
+    snapshots = [steps_then_evaluate(5) for _ in range(3)]
+    assert run.average_steps == [10, 15, 20]
+
+    manifest = run.send(tmp_path / "out", "command", time.time(), 1.0)
+    selection = manifest["selection"]
+    bleu = selection["mean_dev_bleu"]
+    assert set(bleu) == {"last", "average"} and bleu[selection["sent"]] == max(bleu.values())
+    as_sent = manifest["dev_scores_as_sent"]
+    assert sum(v["bleu"] for v in as_sent.values()) / 2 == pytest.approx(bleu[selection["sent"]])
+    expected = (snapshots[-1] if selection["sent"] == "last" else
+                {k: sum(s[k] for s in snapshots) / 3 for k in snapshots[0]})
+    returned = dequantise(read_shards(tmp_path / "out", manifest["files"]))
+    assert all(torch.equal(returned[k], v) for k, v in dequantise(quantise(expected)).items())
+    # The average is not the last weights: the run did move between its points.
+    average = {k: sum(s[k] for s in snapshots) / 3 for k in snapshots[0]}
+    assert any(not torch.equal(average[k], snapshots[-1][k]) for k in average)
+
+
+def test_the_card_says_which_weights_were_sent():
+    from transformer_viz.training.gpu_run.card import _history_note, _selected_weights
+
+    run = {"final_limit": 1000, "eval_every": 500, "eval_limit": 300}
+    average = {"run": run, "selection": {"sent": "average", "average_steps": [4000, 4500, 4600],
+                                         "mean_dev_bleu": {"last": 30.5, "average": 31.25}}}
+    text = _selected_weights(average)
+    assert text.startswith("the average of the weights at steps 4000, 4500, 4600: ")
+    assert "(mean greedy dev BLEU 30.50)" in text and "(31.25)" in text
+    assert "selected_weights" in _history_note(average)
+    for manifest in ({"run": run}, {"run": run, "selection": {
+            "sent": "last", "average_steps": [4600], "mean_dev_bleu": {"last": 30.5}}}):
+        assert _selected_weights(manifest) == "the last (no selection: one fixed budget)"
+        assert "the last (no selection)" in _history_note(manifest)
+
+
 def test_the_card_shows_a_dash_for_the_loaded_weights_training_loss():
     from transformer_viz.checkpoints.cards import model_card
     from transformer_viz.models.transformer.config import ModelConfig

@@ -47,10 +47,26 @@ def _training(manifest: dict, cfg, commands: list[str]) -> dict:
             "batch_tokens": manifest["batch_tokens_used"], "minutes": run["minutes"],
             "steps": manifest["steps"], "steps_total": steps_total(manifest),
             "whole_epochs": manifest["epochs"],
-            "selected_weights": "the last (no selection: one fixed budget)",
+            "selected_weights": _selected_weights(manifest),
             "weights_sent": "int8 per row with power-of-two scales, vectors float16 (exact in "
                             "float16)",
             "gpu_command": manifest["command"], "commands": "; ".join(commands)}
+
+
+def _selected_weights(manifest: dict) -> str:
+    """Which weights were sent: the last, or the average of those at the last evaluations where
+    it scored better on the dev sets (gpu_run train --average-from)."""
+    selection = manifest.get("selection") or {}
+    bleu = selection.get("mean_dev_bleu", {})
+    if len(bleu) < 2:
+        return "the last (no selection: one fixed budget)"
+    steps = ", ".join(str(step) for step in selection["average_steps"])
+    sent = f"the average of the weights at steps {steps}" if (
+        selection["sent"] == "average") else "the last"
+    return (f"{sent}: of the last weights (mean greedy dev BLEU {bleu['last']:.2f}) and the "
+            f"average of those at steps {steps} ({bleu['average']:.2f}), both int8 as sent and "
+            f"scored on the first {manifest['run']['final_limit']} sentences of each dev set, "
+            "the higher")
 
 
 def _hardware(manifest: dict, where: str) -> dict:
@@ -82,8 +98,11 @@ def _history_note(manifest: dict) -> str:
     run = manifest["run"]
     every = (f"every {run['eval_every']} steps and at the end" if run["eval_every"]
              else "after each epoch")
+    sent = ("the weights sent are the last (no selection)"
+            if _selected_weights(manifest).startswith("the last (no selection")
+            else "the weights sent are chosen as Training says (selected_weights)")
     note = (f"Greedy BLEU on the first {run['eval_limit']} sentences of each dev set, {every}; "
-            "the weights sent are the last (no selection), scored on more sentences above.")
+            f"{sent}, scored on more sentences above.")
     if manifest.get("init_from"):
         note += (" The rows of all sessions; a session going on from returned weights first "
                  "scores them as loaded (no training loss; minutes count from the first session).")

@@ -47,6 +47,10 @@ class GpuRunConfig:
     rewarmup: int = 200
     seed: int = 1234
     threads: int = 0  # CPU threads (0: torch's default)
+    # From this fraction of the budget on, the weights at every evaluation (and the last) join a
+    # running average; at the end the average and the last weights are both scored and the one
+    # with the higher mean dev BLEU is sent, as the paper averaged its last checkpoints (0: off).
+    average_from: float = 0.0
     model_overrides: dict = field(default_factory=dict)
 
     def train_config(self):
@@ -168,6 +172,8 @@ class BudgetedRun:
             + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""))
         self.state, self.history, self.previous = TrainState(), [], None
         self.window = {"loss": 0.0, "steps": 0}
+        self.average: dict[str, torch.Tensor] = {}  # running sum of the averaged weights
+        self.average_steps: list[int] = []
         self.tokens_seen, self.t_train, self.seconds_before = 0, time.time(), 0.0
         if init:
             self.go_on_from(*init)
@@ -210,12 +216,36 @@ class BudgetedRun:
         if not window["steps"]:  # the weights as loaded, before any update of this session
             del row["train_loss"], row["lr"]
             row["before_update"] = True
+        elif rc.average_from and elapsed >= rc.average_from * rc.minutes * 60:
+            self.add_to_average()
         self.history.append(row)
         window.update(loss=0.0, steps=0)
         rounded = {k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}
         if "lr" in row:  # about 3e-4: three decimals would print 0.0
             rounded["lr"] = float(f"{row['lr']:.3g}")
         self.log(json.dumps({"direction": rc.direction, **rounded}))
+
+    def add_to_average(self) -> None:
+        """The weights now, added to the running sum (float32, on the training device)."""
+        from transformer_viz.checkpoints import state_dict_for_saving
+
+        for name, tensor in state_dict_for_saving(self.model).items():
+            if name in self.average:
+                self.average[name].add_(tensor.detach().float())
+            else:
+                self.average[name] = tensor.detach().float().clone()
+        self.average_steps.append(self.state.step)
+
+    def candidates(self) -> dict[str, dict[str, torch.Tensor]]:
+        """The weights that may be sent: the last, and the average where it holds two points."""
+        from transformer_viz.checkpoints import state_dict_for_saving
+
+        last = state_dict_for_saving(self.model)
+        out = {"last": {k: v.detach().clone() for k, v in last.items()}}
+        if len(self.average_steps) >= 2:
+            n = len(self.average_steps)
+            out["average"] = {k: v / n for k, v in self.average.items()}
+        return out
 
     def after_step(self, state, loss: float, n_tokens: int) -> bool:
         """run_epoch's hook: count the update; look at the dev sets every rc.eval_every steps."""
@@ -258,8 +288,9 @@ class BudgetedRun:
 
     def send(self, out: Path, command: str, t_start: float, train_s: float) -> dict:
         """The weights as sent: quantised, put back, scored in float32 (no TF32, as the CPU
-        computes) and written as shards with their manifest, which is returned."""
-        from transformer_viz.checkpoints import state_dict_for_saving
+        computes) and written as shards with their manifest, which is returned. With an average
+        (``rc.average_from``) both it and the last weights go through this, and the one with the
+        higher mean dev BLEU is sent."""
         from transformer_viz.checkpoints.compact import (dequantise, quantise, write_manifest,
                                                          write_shards)
 
@@ -268,16 +299,30 @@ class BudgetedRun:
         if device.type == "cuda":
             torch.backends.cuda.matmul.allow_tf32 = False
             torch.backends.cudnn.allow_tf32 = False
-        compact = quantise(state_dict_for_saving(self.model))
-        self.model.load_state_dict(dequantise(compact), strict=False)
         self.model.eval()
-        final = dev_scores(self.model, self.prepared, self.src, self.tgt, rc.final_limit)
+        scored = {}
+        for name, weights in self.candidates().items():
+            compact = quantise(weights)
+            self.model.load_state_dict(dequantise(compact), strict=False)
+            final = dev_scores(self.model, self.prepared, self.src, self.tgt, rc.final_limit)
+            scored[name] = (compact, final, sum(v["bleu"] for v in final.values()) / len(final))
+        # The last unless the average is better; the model is left holding the weights sent.
+        chosen = max(scored, key=lambda name: (scored[name][2], name == "last"))
+        compact, final, _ = scored[chosen]
+        self.model.load_state_dict(dequantise(compact), strict=False)
+        self.selection = {"sent": chosen, "average_steps": self.average_steps,
+                          "mean_dev_bleu": {name: row[2] for name, row in scored.items()}}
         files = write_shards(compact, out, rc.direction)
         seconds = {"start": round(self.t_train - t_start, 1), "train": round(train_s, 1),
                    "quantise_score_write": round(time.time() - t_final, 1),
                    "total": round(time.time() - t_start, 1)}
         manifest = self.manifest(final, files, command, train_s, seconds)
         write_manifest(out / f"{rc.direction}{MANIFEST_SUFFIX}", manifest)
+        if len(self.selection["mean_dev_bleu"]) > 1:
+            self.log(f"{rc.direction}: the {chosen} weights sent (mean greedy dev BLEU "
+                     + ", ".join(f"{name} {bleu:.2f}"
+                                 for name, bleu in self.selection["mean_dev_bleu"].items())
+                     + f"; the average of the weights at steps {self.average_steps})")
         self.log(f"{rc.direction}: as sent, greedy dev BLEU "
                  + ", ".join(f"{k} {v['bleu']:.2f} ({v['sentences']} sentences)"
                              for k, v in final.items())
@@ -304,7 +349,8 @@ class BudgetedRun:
             "peak_memory_gib": (round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
                                 if cuda else None),
             "torch": torch.__version__, "data": self.prepared.manifest["sha256"],
-            "dev_scores_as_sent": final, "files": files, "command": command, "seconds": seconds}
+            "dev_scores_as_sent": final, "selection": self.selection, "files": files,
+            "command": command, "seconds": seconds}
         if self.previous:
             out["init_from"] = init_record(rc.init_from, self.previous)
         out["sessions"] = (sessions(self.previous) if self.previous else []) + sessions(
