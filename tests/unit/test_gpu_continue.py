@@ -48,12 +48,14 @@ def data(tmp_path_factory) -> Path:
 
 
 def _steps(run: BudgetedRun, n: int) -> list[float]:
-    """n updates of the run's own loop; the learning rate of each."""
+    """n updates of the run's own loop, each counted by the run's own after_step; the learning
+    rate of each."""
     from transformer_viz.training.translation import run_epoch
 
     lrs: list[float] = []
 
     def after(state, loss, n_tokens) -> bool:
+        run.after_step(state, loss, n_tokens)
         lrs.append(run.optimizer.param_groups[0]["lr"])
         return len(lrs) == n
 
@@ -135,23 +137,12 @@ def test_init_from_may_change_dropout_but_not_a_shape(data, tmp_path, capsys):
 def test_the_average_of_the_last_evaluations_is_scored_and_the_better_is_sent(data, tmp_path):
     from transformer_viz.checkpoints import state_dict_for_saving
     from transformer_viz.checkpoints.compact import quantise
-    from transformer_viz.training.translation import run_epoch
 
     torch.manual_seed(0)
     run = BudgetedRun(replace(TINY, average_from=0.5, minutes=1.0), data, _quiet)
 
     def steps_then_evaluate(n: int) -> dict[str, torch.Tensor]:
-        done: list[int] = []
-
-        def after(state, loss, n_tokens) -> bool:
-            run.after_step(state, loss, n_tokens)
-            done.append(1)
-            return len(done) == n
-
-        batches = token_batches(run.examples, run.tc.batch_tokens, shuffle=True, seed=len(done))
-        run.model.train()
-        run_epoch(run.model, run.model, run.optimizer, run.scaler, batches, run.examples, run.tc,
-                  run.state, run.device, False, 1, after_step=after)
+        _steps(run, n)
         run.evaluate()
         return {k: v.detach().float().clone() for k, v in state_dict_for_saving(run.model).items()}
 

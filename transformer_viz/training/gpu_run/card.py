@@ -53,12 +53,17 @@ def _training(manifest: dict, cfg, commands: list[str]) -> dict:
             "gpu_command": manifest["command"], "commands": "; ".join(commands)}
 
 
+def _averaged(manifest: dict) -> bool:
+    """Whether an average was scored beside the last weights (and so a choice made)."""
+    return len((manifest.get("selection") or {}).get("mean_dev_bleu", {})) > 1
+
+
 def _selected_weights(manifest: dict) -> str:
     """Which weights were sent: the last, or the average of those at the last evaluations where
     it scored better on the dev sets (gpu_run train --average-from)."""
     selection = manifest.get("selection") or {}
     bleu = selection.get("mean_dev_bleu", {})
-    if len(bleu) < 2:
+    if not _averaged(manifest):
         return "the last (no selection: one fixed budget)"
     steps = ", ".join(str(step) for step in selection["average_steps"])
     sent = f"the average of the weights at steps {steps}" if (
@@ -98,9 +103,8 @@ def _history_note(manifest: dict) -> str:
     run = manifest["run"]
     every = (f"every {run['eval_every']} steps and at the end" if run["eval_every"]
              else "after each epoch")
-    sent = ("the weights sent are the last (no selection)"
-            if _selected_weights(manifest).startswith("the last (no selection")
-            else "the weights sent are chosen as Training says (selected_weights)")
+    sent = ("the weights sent are chosen as Training says (selected_weights)"
+            if _averaged(manifest) else "the weights sent are the last (no selection)")
     note = (f"Greedy BLEU on the first {run['eval_limit']} sentences of each dev set, {every}; "
             f"{sent}, scored on more sentences above.")
     if manifest.get("init_from"):

@@ -202,21 +202,26 @@ def dev_scores(model, prepared: Prepared, src: str, tgt: str, limit: int,
     return out
 
 
+def loss_batches(examples, cfg) -> list:
+    """Padded batches of about 8,000 tokens, in length order, for a loss over a whole set."""
+    from transformer_viz.text.corpora import make_batch, token_batches
+
+    return [make_batch([examples[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id)
+            for idx in token_batches(examples, 8000, shuffle=False)]
+
+
 def split_losses(model, prepared: Prepared, src: str, tgt: str, limit: int = 1000,
                  smoothing: float = 0.1) -> dict[str, float]:
     """Label-smoothed loss per target token on ``limit`` pairs of every training split and dev set,
     evenly spaced through each (the Tatoeba training pairs are sorted by length): a training split
     against its dev set shows how much of what was fitted carries over (the gap), which the
     training loss of mixed batches hides."""
-    from transformer_viz.text.corpora import make_batch, token_batches
     from transformer_viz.training.common import validation_loss
 
     cfg, device, out = model.cfg, next(model.parameters()).device, {}
     for split in TRAIN_SPLITS[:1] + DEV_SETS[:1] + TRAIN_SPLITS[1:] + DEV_SETS[1:]:
         examples = prepared.examples(split, src, tgt, cfg.max_len)
         examples = examples[:: max(1, len(examples) // limit)][:limit]
-        batches = [make_batch([examples[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id)
-                   for idx in token_batches(examples, 8000, shuffle=False)]
         with torch.no_grad():
-            out[split] = validation_loss(model, batches, device, smoothing)
+            out[split] = validation_loss(model, loss_batches(examples, cfg), device, smoothing)
     return out

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from transformer_viz.training.gpu_run.data import (DIRECTIONS, MANIFEST_SUFFIX, TRAIN_SPLITS,
-                                                   Prepared, dev_scores)
+                                                   Prepared, dev_scores, loss_batches)
 from transformer_viz.training.gpu_run.resume import (InitRefused, check_compatible, init_record,
                                                      load_init, sessions, steps_total,
                                                      train_seconds_total)
@@ -144,7 +144,6 @@ class BudgetedRun:
                  init: tuple[dict, dict] | None = None) -> None:
         from transformer_viz.models.transformer.config import preset
         from transformer_viz.models.transformer.model import Transformer
-        from transformer_viz.text.corpora import make_batch, token_batches
         from transformer_viz.training.common import TrainState
 
         self.rc, self.log, self.tc = rc, log, rc.train_config()
@@ -155,10 +154,7 @@ class BudgetedRun:
         self.examples = []
         for split, copies in zip(TRAIN_SPLITS, (rc.multi30k_copies, rc.tatoeba_copies)):
             self.examples += prepared.examples(split, src, tgt, cfg.max_len) * copies
-        val_examples = prepared.examples("val", src, tgt, cfg.max_len)
-        self.val_batches = [
-            make_batch([val_examples[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id)
-            for idx in token_batches(val_examples, 8000, shuffle=False)]
+        self.val_batches = loss_batches(prepared.examples("val", src, tgt, cfg.max_len), cfg)
         self.model = model = Transformer(cfg).to(device)
         self.optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9)
         self.scaler = torch.amp.GradScaler("cuda",
@@ -310,18 +306,18 @@ class BudgetedRun:
         chosen = max(scored, key=lambda name: (scored[name][2], name == "last"))
         compact, final, _ = scored[chosen]
         self.model.load_state_dict(dequantise(compact), strict=False)
-        self.selection = {"sent": chosen, "average_steps": self.average_steps,
-                          "mean_dev_bleu": {name: row[2] for name, row in scored.items()}}
+        selection = {"sent": chosen, "average_steps": self.average_steps,
+                     "mean_dev_bleu": {name: row[2] for name, row in scored.items()}}
         files = write_shards(compact, out, rc.direction)
         seconds = {"start": round(self.t_train - t_start, 1), "train": round(train_s, 1),
                    "quantise_score_write": round(time.time() - t_final, 1),
                    "total": round(time.time() - t_start, 1)}
-        manifest = self.manifest(final, files, command, train_s, seconds)
+        manifest = self.manifest(final, selection, files, command, train_s, seconds)
         write_manifest(out / f"{rc.direction}{MANIFEST_SUFFIX}", manifest)
-        if len(self.selection["mean_dev_bleu"]) > 1:
+        if len(selection["mean_dev_bleu"]) > 1:
             self.log(f"{rc.direction}: the {chosen} weights sent (mean greedy dev BLEU "
                      + ", ".join(f"{name} {bleu:.2f}"
-                                 for name, bleu in self.selection["mean_dev_bleu"].items())
+                                 for name, bleu in selection["mean_dev_bleu"].items())
                      + f"; the average of the weights at steps {self.average_steps})")
         self.log(f"{rc.direction}: as sent, greedy dev BLEU "
                  + ", ".join(f"{k} {v['bleu']:.2f} ({v['sentences']} sentences)"
@@ -330,8 +326,8 @@ class BudgetedRun:
                  f"{manifest['seconds']['total']:.0f} s in all")
         return manifest
 
-    def manifest(self, final: dict, files: list[dict], command: str, train_s: float,
-                 seconds: dict) -> dict:
+    def manifest(self, final: dict, selection: dict, files: list[dict], command: str,
+                 train_s: float, seconds: dict) -> dict:
         """What the join and the model card read: the run, its history, the scores as sent.
         ``steps`` and ``history`` are this session's; ``steps_total``, ``init_from`` (the run
         gone on from) and ``sessions`` span all of them."""
@@ -349,7 +345,7 @@ class BudgetedRun:
             "peak_memory_gib": (round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
                                 if cuda else None),
             "torch": torch.__version__, "data": self.prepared.manifest["sha256"],
-            "dev_scores_as_sent": final, "selection": self.selection, "files": files,
+            "dev_scores_as_sent": final, "selection": selection, "files": files,
             "command": command, "seconds": seconds}
         if self.previous:
             out["init_from"] = init_record(rc.init_from, self.previous)
