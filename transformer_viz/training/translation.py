@@ -142,12 +142,16 @@ def run_epoch(model, train_model, optimizer, scaler, batches: list[list[int]], e
               tc: TrainConfig, state: TrainState, device, show_progress: bool, world: int,
               deadline: float = 0.0, after_step=None) -> tuple[float, int, float]:
     """One pass over this process's batches with the paper's schedule. Returns (loss sum, tokens,
-    seconds).
+    seconds); the loss sum (the batches' mean losses weighted by their target tokens) is a 0-dim
+    tensor on ``device``.
 
     ``deadline`` (a time.time() value, 0: none) ends the pass before the first step that would
     start after it, so a wall-clock budget holds to within one step. ``after_step(state, loss,
     n_tokens)`` runs after every update (periodic validation, for example); it may return True to
-    end the pass there."""
+    end the pass there. Its ``loss`` is the batch's mean loss as a 0-dim tensor on ``device``.
+
+    Nothing is read back from the device but for the progress bar: on a GPU a read makes the host
+    wait for the update to finish before it may queue the next one's work."""
     cfg = model.cfg
     bar = None
     if show_progress:
@@ -155,7 +159,7 @@ def run_epoch(model, train_model, optimizer, scaler, batches: list[list[int]], e
 
         bar = tqdm(total=len(batches), desc=f"epoch {state.epoch + 1}", unit="batch", leave=False,
                    mininterval=2.0)
-    loss_sum, token_sum, t_epoch = 0.0, 0, time.time()
+    loss_sum, token_sum, t_epoch = torch.zeros((), device=device), 0, time.time()
     for idx in batches:
         if deadline and time.time() >= deadline:
             break
@@ -172,13 +176,14 @@ def run_epoch(model, train_model, optimizer, scaler, batches: list[list[int]], e
         scaler.scale(loss).backward()
         scaler.step(optimizer)
         scaler.update()
-        loss_sum += loss.item() * batch.n_tokens
+        loss = loss.detach()
+        loss_sum += loss * batch.n_tokens
         token_sum += batch.n_tokens
         if bar:
             rate = token_sum / max(time.time() - t_epoch, 1e-9)
             bar.set_postfix(loss=f"{loss.item():.3f}", lr=f"{lr:.2e}", tok_s=f"{rate * world:.0f}")
             bar.update(1)
-        if after_step and after_step(state, loss.item(), batch.n_tokens):
+        if after_step and after_step(state, loss, batch.n_tokens):
             break
     if bar:
         bar.close()
@@ -396,13 +401,13 @@ class MidEpochSaver:
         self.epoch_s0, self.t_epoch = state.epoch_s, time.time()
         self.last_save = time.time()
 
-    def __call__(self, state: TrainState, loss: float, n_tokens: int) -> bool:
+    def __call__(self, state: TrainState, loss: torch.Tensor, n_tokens: int) -> bool:
         self.done += 1
-        self.loss += loss * n_tokens
+        self.loss += loss * n_tokens  # a tensor from here on, read when saved
         self.tokens += n_tokens
         every = self.run.tc.save_every_minutes * 60
         if every and time.time() - self.last_save >= every:
-            state.batches_done, state.epoch_loss = self.done, self.loss
+            state.batches_done, state.epoch_loss = self.done, float(self.loss)
             state.epoch_tokens = self.tokens
             state.epoch_s = self.epoch_s0 + time.time() - self.t_epoch
             state.elapsed_s = self.elapsed_before + time.time() - self.t_start
@@ -441,7 +446,7 @@ def train(tc: TrainConfig, run_dir: str | Path, data_dir: str | Path | None = No
                                                  batches[state.batches_done:], run.train_examples,
                                                  tc, state, run.device, progress and dist.main,
                                                  dist.world, after_step=saver)
-        loss_sum, token_sum = loss_sum + carried[0], token_sum + carried[1]
+        loss_sum, token_sum = float(loss_sum) + carried[0], token_sum + carried[1]
         epoch_s += carried[2]
         state.batches_done, state.epoch_loss, state.epoch_tokens, state.epoch_s = 0, 0.0, 0, 0.0
         state.epoch += 1

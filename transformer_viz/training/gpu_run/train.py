@@ -137,6 +137,25 @@ def _device(rc: GpuRunConfig) -> torch.device:
     return device
 
 
+def adam(model, device: torch.device) -> torch.optim.Adam:
+    """The paper's Adam (β 0.9, 0.98, ε 1e-9). Fused where PyTorch has a fused kernel for the
+    device: one call updates every weight, where the multi-tensor way makes a handful of calls per
+    step and reads each weight's step count back one by one (tests/unit/test_gpu_step.py shows
+    both give the same weights)."""
+    from torch.autograd.graph import increment_version
+
+    fused = device.type in ("cuda", "cpu")
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9,
+                                 fused=fused or None)
+    if fused:
+        # The fused kernel writes the weights without counting the write in their version
+        # counters, which is how models/products.py knows that a weight changed and its layout
+        # for gradient-free products (the evaluations as training goes) must be built again.
+        weights = [p for group in optimizer.param_groups for p in group["params"]]
+        optimizer.register_step_post_hook(lambda *_: increment_version(weights))
+    return optimizer
+
+
 class BudgetedRun:
     """One direction's run: its prepared data, model and optimiser, and what the loop has seen."""
 
@@ -156,7 +175,7 @@ class BudgetedRun:
             self.examples += prepared.examples(split, src, tgt, cfg.max_len) * copies
         self.val_batches = loss_batches(prepared.examples("val", src, tgt, cfg.max_len), cfg)
         self.model = model = Transformer(cfg).to(device)
-        self.optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9)
+        self.optimizer = adam(model, device)
         self.scaler = torch.amp.GradScaler("cuda",
                                            enabled=device.type == "cuda" and rc.amp == "auto")
         self.tc.batch_tokens = fitting_batch_tokens(model, self.examples, rc.batch_tokens, device,
@@ -167,7 +186,8 @@ class BudgetedRun:
             f"device {device}"
             + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""))
         self.state, self.history, self.previous = TrainState(), [], None
-        self.window = {"loss": 0.0, "steps": 0}
+        # The loss summed on the device since the last evaluation, read there (not at every step).
+        self.window = {"loss": torch.zeros((), device=device), "steps": 0}
         self.average: dict[str, torch.Tensor] = {}  # running sum of the averaged weights
         self.average_steps: list[int] = []
         self.tokens_seen, self.t_train, self.seconds_before = 0, time.time(), 0.0
@@ -202,7 +222,7 @@ class BudgetedRun:
         scores = dev_scores(self.model, self.prepared, self.src, self.tgt, rc.eval_limit)
         elapsed = time.time() - self.t_train
         row = {"epoch": state.epoch, "step": state.step,
-               "train_loss": window["loss"] / max(window["steps"], 1),
+               "train_loss": float(window["loss"]) / max(window["steps"], 1),
                "lr": self.optimizer.param_groups[0]["lr"],
                "val_loss": validation_loss(self.model, self.val_batches, self.device,
                                            rc.label_smoothing),
@@ -215,7 +235,7 @@ class BudgetedRun:
         elif rc.average_from and elapsed >= rc.average_from * rc.minutes * 60:
             self.add_to_average()
         self.history.append(row)
-        window.update(loss=0.0, steps=0)
+        window.update(loss=torch.zeros((), device=self.device), steps=0)
         rounded = {k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}
         if "lr" in row:  # about 3e-4: three decimals would print 0.0
             rounded["lr"] = float(f"{row['lr']:.3g}")
@@ -243,8 +263,9 @@ class BudgetedRun:
             out["average"] = {k: v / n for k, v in self.average.items()}
         return out
 
-    def after_step(self, state, loss: float, n_tokens: int) -> bool:
-        """run_epoch's hook: count the update; look at the dev sets every rc.eval_every steps."""
+    def after_step(self, state, loss: torch.Tensor, n_tokens: int) -> bool:
+        """run_epoch's hook: count the update; look at the dev sets every rc.eval_every steps.
+        ``loss`` stays on the device: reading it here would make every update wait for the last."""
         self.window["loss"] += loss
         self.window["steps"] += 1
         self.tokens_seen += n_tokens
@@ -272,9 +293,9 @@ class BudgetedRun:
                 state.epoch += 1
                 if not rc.eval_every:
                     self.evaluate()
-        train_s = time.time() - self.t_train
-        if self.device.type == "cuda":
+        if self.device.type == "cuda":  # the host may have queued work the device has not done
             torch.cuda.synchronize()
+        train_s = time.time() - self.t_train
         if not self.history or self.history[-1]["step"] != state.step:
             self.evaluate()
         self.log(f"{rc.direction}: {state.step} steps, {state.epoch} whole epochs, "

@@ -1,0 +1,120 @@
+"""A training update of the GPU run as the device sees it: the host queues it without reading
+anything back (so that it can queue the next update while the device still runs this one), and
+the fused Adam it uses updates the weights as the multi-tensor Adam does."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import torch
+
+from tests.support.corpora import synthetic_pairs
+from transformer_viz.models.losses import label_smoothed_loss
+from transformer_viz.models.transformer.config import preset
+from transformer_viz.models.transformer.model import Transformer
+from transformer_viz.text.corpora import make_batch, token_batches
+from transformer_viz.training.gpu_run import GpuRunConfig, prepare
+from transformer_viz.training.gpu_run.train import BudgetedRun, adam
+from transformer_viz.training.translation import run_epoch
+
+TINY = GpuRunConfig(preset="tiny", batch_tokens=300, warmup=40, lr_factor=0.3, eval_every=0,
+                    threads=1, amp="fp32")
+META = torch.device("meta")
+
+
+def _quiet(*_args) -> None:
+    pass
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    pairs = {"train": synthetic_pairs(200, seed=1), "val": synthetic_pairs(20, seed=2),
+             "tatoeba_train": synthetic_pairs(100, seed=3),
+             "tatoeba_dev": synthetic_pairs(20, seed=4)}
+    out = tmp_path_factory.mktemp("prepared") / "data"
+    prepare(out, pairs=pairs, vocab_size=120, log=_quiet)
+    return out
+
+
+def test_an_update_reads_nothing_back_from_the_device(data):
+    """On the meta device a tensor has a shape but no values: any read (``.item()``, ``bool()``,
+    ``float()``) raises, so updates that run there read nothing back."""
+    run = BudgetedRun(TINY, data, _quiet)
+    run.model.to(META)
+    run.device, run.optimizer = META, adam(run.model, META)
+    run.window["loss"] = torch.zeros((), device=META)
+    batches = token_batches(run.examples, run.tc.batch_tokens, shuffle=True, seed=1)
+    assert len(batches) > 3
+    run.model.train()
+    loss_sum, tokens, _ = run_epoch(run.model, run.model, run.optimizer, run.scaler, batches[:3],
+                                    run.examples, run.tc, run.state, META, False, 1,
+                                    after_step=run.after_step)
+    assert run.state.step == run.window["steps"] == 3
+    assert tokens == sum(sum(len(run.examples[i][1]) + 1 for i in idx) for idx in batches[:3])
+    assert loss_sum.device == run.window["loss"].device == META
+    assert all(p.device == META and p.grad is not None for p in run.model.parameters())
+    with pytest.raises(RuntimeError):  # what a read there does
+        float(run.window["loss"])
+
+
+def test_the_forward_pass_reads_no_padding_mask_back_off_the_cpu():
+    model = Transformer(preset("tiny", vocab_size=50)).to(META)
+    src = torch.tensor([[5, 6, 7, 2], [5, 6, 2, 0]], device=META)  # (B, S), the second padded
+    memory, src_mask = model.encode(src)
+    assert memory.shape == (2, 4, model.cfg.d_model) and src_mask.shape == (2, 1, 1, 4)
+
+
+def test_fused_adam_gives_the_weights_of_the_multi_tensor_adam(data):
+    torch.manual_seed(0)
+    cfg = preset("tiny", vocab_size=120, dropout=0.0, attn_dropout=0.0)
+    fused_model, foreach_model = Transformer(cfg), Transformer(cfg)
+    start = {k: v.clone() for k, v in fused_model.state_dict().items()}
+    foreach_model.load_state_dict(start)
+    fused = adam(fused_model, torch.device("cpu"))
+    assert fused.defaults["fused"]
+    foreach = torch.optim.Adam(foreach_model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9,
+                               foreach=True)
+    run = BudgetedRun(replace(TINY, preset="tiny"), data, _quiet)
+    batches = token_batches(run.examples, 300, shuffle=True, seed=2)[:5]
+    for step, idx in enumerate(batches, start=1):
+        batch = make_batch([run.examples[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id)
+        for model, optimizer in ((fused_model, fused), (foreach_model, foreach)):
+            optimizer.param_groups[0]["lr"] = 1e-3 * step
+            loss = label_smoothed_loss(model(batch.src, batch.tgt_in), batch.tgt_out, 0.1,
+                                       cfg.pad_id)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+    after, reference = fused_model.state_dict(), foreach_model.state_dict()
+    assert min((after[k] - start[k]).abs().max().item() for k in start) > 1e-4  # all moved
+    # A key bias adds the same amount to all of a query's scores, which softmax ignores: its
+    # gradient is rounding noise (~1e-11) that Adam scales up to ±lr, and the two ways round
+    # differently. Every other weight must agree.
+    compared = [name for name in after if not name.endswith("w_k.bias")]
+    assert len(compared) > 0.8 * len(after)
+    for name in compared:
+        torch.testing.assert_close(after[name], reference[name], rtol=1e-5, atol=1e-6)
+
+
+
+def test_after_a_fused_update_a_forward_without_gradients_reads_the_new_weights():
+    """models/products.py keeps its layouts of the weights for gradient-free products until a
+    weight's version counter changes; the fused kernel alone does not change it."""
+    torch.manual_seed(0)
+    cfg = preset("tiny", vocab_size=50, dropout=0.0, attn_dropout=0.0)
+    model = Transformer(cfg)
+    optimizer = adam(model, torch.device("cpu"))
+    src = torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0]])  # (B, S)
+    tgt = torch.tensor([[1, 5, 6], [1, 7, 8]])  # (B, T)
+    with torch.no_grad():
+        before = model(src, tgt)  # builds the layouts
+    optimizer.param_groups[0]["lr"] = 1e-2
+    model(src, tgt).float().pow(2).mean().backward()
+    optimizer.step()
+    fresh = Transformer(cfg)
+    fresh.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        after, expected = model(src, tgt), fresh(src, tgt)
+    assert (after - before).abs().max() > 1e-3
+    torch.testing.assert_close(after, expected)
