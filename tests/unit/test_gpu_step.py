@@ -4,6 +4,8 @@ the fused Adam it uses updates the weights as the multi-tensor Adam does."""
 
 from __future__ import annotations
 
+import shutil
+import time
 from dataclasses import replace
 
 import pytest
@@ -15,6 +17,7 @@ from transformer_viz.models.transformer.config import preset
 from transformer_viz.models.transformer.model import Transformer
 from transformer_viz.text.corpora import make_batch, token_batches
 from transformer_viz.training.gpu_run import GpuRunConfig, prepare
+from transformer_viz.training.gpu_run.card import _compiled
 from transformer_viz.training.gpu_run.train import BudgetedRun, adam
 from transformer_viz.training.translation import run_epoch
 
@@ -118,3 +121,80 @@ def test_after_a_fused_update_a_forward_without_gradients_reads_the_new_weights(
         after, expected = model(src, tgt), fresh(src, tgt)
     assert (after - before).abs().max() > 1e-3
     torch.testing.assert_close(after, expected)
+
+
+needs_compiler = pytest.mark.skipif(not (shutil.which("g++") or shutil.which("clang++")),
+                                    reason="torch.compile on the CPU needs a C++ compiler")
+
+
+@needs_compiler
+def test_a_compiled_update_computes_what_the_model_does(data):
+    """--compile: the compiled passes give the model's loss and gradients on batches of other
+    shapes than the one it was compiled on (dynamic shapes), dropout off, float32."""
+    torch.manual_seed(0)
+    rc = replace(TINY, compile=True, model_overrides={"dropout": 0.0, "attn_dropout": 0.0})
+    logs: list[str] = []
+    run = BudgetedRun(rc, data, logs.append)
+    run.model.train()
+    compiled = run.compiled()
+    assert compiled is not run.model and any(" compiled in " in line for line in logs)
+    reference = Transformer(run.model.cfg)
+    reference.load_state_dict(run.model.state_dict())
+    cfg = reference.cfg
+    shapes = set()
+    for idx in token_batches(run.examples, 300, shuffle=True, seed=3)[:3]:
+        batch = make_batch([run.examples[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id)
+        shapes.add((*batch.src.shape, batch.tgt_in.size(1)))
+        results = []
+        for forward, weights in ((compiled, run.model), (reference, reference)):
+            weights.zero_grad(set_to_none=True)
+            loss = label_smoothed_loss(forward(batch.src, batch.tgt_in), batch.tgt_out, 0.1,
+                                       cfg.pad_id)
+            loss.backward()
+            results.append((loss.detach(), [p.grad for p in weights.parameters()]))
+        torch.testing.assert_close(results[0][0], results[1][0], rtol=1e-5, atol=1e-5)
+        for got, expected in zip(results[0][1], results[1][1]):
+            torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
+    assert len(shapes) == 3
+
+
+class _Failing:
+    """Stands in for torch.compile's result: the model's own forward for ``works`` calls, then a
+    compiler's error."""
+
+    def __init__(self, model, works: int) -> None:
+        self.model, self.works = model, works
+
+    def __call__(self, *args, **kwargs):
+        if self.works <= 0:
+            raise RuntimeError("the compiler gave up\n(and said more)")
+        self.works -= 1
+        return self.model(*args, **kwargs)
+
+
+@pytest.mark.parametrize("works", [0, 3])
+def test_a_failed_compile_leaves_the_run_training_uncompiled(data, monkeypatch, tmp_path, works):
+    monkeypatch.setattr(torch, "compile", lambda model, **_: _Failing(model, works))
+    logs: list[str] = []
+    run = BudgetedRun(replace(TINY, compile=True, minutes=0.03, eval_limit=5), data,
+                      logs.append)
+    updates: list[int] = []
+    after_step = run.after_step
+    run.after_step = lambda state, loss, n: updates.append(state.step) or after_step(state, loss, n)
+    run.train()
+    assert run.train_model is run.model and run.state.step > works
+    assert updates == list(range(1, run.state.step + 1))  # the failed one not counted
+    failed = [line for line in logs if "the compiler gave up" in line]
+    assert len(failed) == 1 and "(and said more)" not in failed[0]
+    if works:  # the warm-up and two updates compiled, then the failure
+        assert "a compiled update failed at step 3" in failed[0]
+    else:
+        assert "compiling failed" in failed[0]
+    assert run.compile_record["compiled"] == bool(works)
+    assert run.compile_record["failed"] == "RuntimeError: the compiler gave up"
+    manifest = run.send(tmp_path, "command", time.time(), 1.0)
+    assert manifest["compile"] == run.compile_record
+    said = _compiled(manifest)  # the model card's line
+    assert said.startswith("torch.compile" if works else "compiling failed")
+    assert "the compiler gave up" in said
+    assert _compiled({**manifest, "compile": None}) == "no (eager PyTorch)"

@@ -4,13 +4,17 @@
 # The other direction's shards stay in the work folder for a second command, started at once:
 #
 #   OUT=... tools/gpu/train_base.sh [--minutes 8] [--batch-tokens 25000] [--preset base]
-#       [--first de-en] [--data gpu-data] [--work gpu-out] [-- gpu_run train flags]
+#       [--first de-en] [--data gpu-data] [--work gpu-out] [--compile de-en|en-de|both]
+#       [-- gpu_run train flags]
 #   OUT=... tools/gpu/train_base.sh --send en-de
 #
 # Or one direction with the whole GPU (one process, 90 % of its memory), its files sent at once;
 # --init-from goes on from that direction's returned shards and manifest (a later session):
 #
 #   OUT=... tools/gpu/train_base.sh --directions de-en [--init-from gpu-init/de-en] [--minutes 8.5]
+#
+# --compile names the directions whose updates run under torch.compile (gpu_run train --compile):
+# one of the two compares the compiled with the eager loop in the same command.
 #
 # $PYTHON (default python3) runs transformer_viz.training.gpu_run; tools/gpu/README.md has the plan.
 set -euo pipefail
@@ -25,6 +29,7 @@ WORK=gpu-out
 SEND=""
 DIRECTIONS=both
 INIT=""
+COMPILE=""
 EXTRA=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -37,6 +42,7 @@ while [ $# -gt 0 ]; do
     --send) SEND=$2; shift 2 ;;
     --directions) DIRECTIONS=$2; shift 2 ;;
     --init-from) INIT=$2; shift 2 ;;
+    --compile) COMPILE=$2; shift 2 ;;
     --) shift; EXTRA=("$@"); break ;;
     *) echo "unknown flag $1 (see the head of $0)" >&2; exit 2 ;;
   esac
@@ -69,6 +75,10 @@ case "$FIRST" in
   *) echo "--first must be de-en or en-de" >&2; exit 2 ;;
 esac
 [ "$DIRECTIONS" = both ] && RUN+=("$OTHER")
+case "$COMPILE" in
+  ""|de-en|en-de|both) ;;
+  *) echo "--compile must be de-en, en-de or both" >&2; exit 2 ;;
+esac
 if [ -n "$INIT" ]; then
   if [ "$DIRECTIONS" = both ]; then
     echo "--init-from holds one direction: name it with --directions" >&2
@@ -83,15 +93,19 @@ if [ ! -f "$DATA/corpora.safetensors" ] && [ ! -f "$DATA/corpora.safetensors.xz"
 fi
 (cd "$DATA" && sha256sum corpora.safetensors* dev.json tokenizer/tokenizer.json) || true
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || true
-echo "start $(date -u +%H:%M:%S): $PRESET, ${RUN[*]}, $MINUTES minutes, batches of $BATCH tokens"
+echo "start $(date -u +%H:%M:%S): $PRESET, ${RUN[*]}, $MINUTES minutes, batches of $BATCH tokens" \
+  "${COMPILE:+(compiled: $COMPILE)}"
 
 PIDS=()
 LOGS=()
 for direction in "${RUN[@]}"; do
   mkdir -p "$WORK/$direction"
+  COMPILED=()
+  if [ "$COMPILE" = both ] || [ "$COMPILE" = "$direction" ]; then COMPILED=(--compile); fi
   "$PYTHON" -u -m transformer_viz.training.gpu_run train --data "$DATA" --out "$WORK/$direction" \
     --direction "$direction" --preset "$PRESET" --minutes "$MINUTES" --batch-tokens "$BATCH" \
-    ${ONE[@]+"${ONE[@]}"} ${EXTRA[@]+"${EXTRA[@]}"} > "$WORK/$direction/train.log" 2>&1 &
+    ${ONE[@]+"${ONE[@]}"} ${COMPILED[@]+"${COMPILED[@]}"} ${EXTRA[@]+"${EXTRA[@]}"} \
+    > "$WORK/$direction/train.log" 2>&1 &
   PIDS+=($!)
   LOGS+=("$WORK/$direction/train.log")
 done

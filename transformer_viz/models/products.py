@@ -136,6 +136,8 @@ _groups: dict[tuple, tuple] = {}
 def linear(x: torch.Tensor, *layers: nn.Linear) -> tuple[torch.Tensor, ...]:
     """x (..., d_in) through each of ``layers`` (which read the same input) -> one output per
     layer."""
+    if torch.is_grad_enabled():  # the parameters themselves, and no bookkeeping to trace
+        return tuple([F.linear(x, layer.weight, layer.bias) for layer in layers])
     key = (id(layers[0]), len(layers))
     checked = _checked.layouts
     group = None if checked is None else checked.get(key)

@@ -342,6 +342,10 @@ class Transformer(nn.Module):
                                                                   cfg.pe_base), persistent=False)
         self._init_weights()
         submodules_at_hand(self)
+        # The hook-point names, formatted now rather than by the first forward pass, which then
+        # changes nothing outside the model (torch.compile would trace that pass again).
+        for layer_name in _names("encoder", range(cfg.N)) + _names("decoder", range(cfg.N)):
+            _names(layer_name)
 
     def _init_weights(self) -> None:
         for name, p in self.named_parameters():

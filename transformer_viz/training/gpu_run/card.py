@@ -81,7 +81,21 @@ def _hardware(manifest: dict, where: str) -> dict:
             "wall_clock_minutes": round(manifest["train_seconds"] / 60, 1),
             "target_tokens_per_s": manifest["tokens_per_s"], "steps": manifest["steps"],
             "peak_memory_gib": manifest["peak_memory_gib"], "torch": manifest["torch"],
-            "seconds": manifest["seconds"], "sessions": _session_lines(manifest)}
+            "compiled": _compiled(manifest), "seconds": manifest["seconds"],
+            "sessions": _session_lines(manifest)}
+
+
+def _compiled(manifest: dict) -> str:
+    """Whether the updates ran compiled (gpu_run train --compile), and what became of it."""
+    record = manifest.get("compile")
+    if not record:
+        return "no (eager PyTorch)"
+    if not record["compiled"]:
+        return f"compiling failed ({record.get('failed')}), so trained uncompiled"
+    text = f"torch.compile, dynamic shapes, compiled in {record['seconds']} s within the budget"
+    if record.get("failed"):
+        text += f"; a compiled update failed ({record['failed']}), uncompiled from there"
+    return text
 
 
 def _session_lines(manifest: dict) -> str:

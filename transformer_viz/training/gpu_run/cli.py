@@ -19,9 +19,13 @@ PROG = "python -m transformer_viz.training.gpu_run"
 def _config_flags(p: argparse.ArgumentParser) -> None:
     for f in GpuRunConfig.__dataclass_fields__.values():
         default = f.default_factory() if callable(f.default_factory) else f.default
+        flag, help_text = "--" + f.name.replace("_", "-"), f"(default: {default!r})"
+        if isinstance(default, bool):  # --compile / --no-compile
+            p.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction,
+                           default=default, help=help_text)
+            continue
         kind = json.loads if isinstance(default, dict) else type(default)
-        p.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=kind, default=default,
-                       help=f"(default: {default!r})")
+        p.add_argument(flag, dest=f.name, type=kind, default=default, help=help_text)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -51,6 +51,11 @@ class GpuRunConfig:
     # running average; at the end the average and the last weights are both scored and the one
     # with the higher mean dev BLEU is sent, as the paper averaged its last checkpoints (0: off).
     average_from: float = 0.0
+    # torch.compile the training passes (dynamic shapes: one graph for every batch shape), so
+    # that the host launches fewer, fused kernels per update. Compiled inside the budget on one
+    # training batch; where compiling or a compiled update fails, the run goes on uncompiled and
+    # says so. The evaluations run the model uncompiled.
+    compile: bool = False
     model_overrides: dict = field(default_factory=dict)
 
     def train_config(self):
@@ -175,6 +180,8 @@ class BudgetedRun:
             self.examples += prepared.examples(split, src, tgt, cfg.max_len) * copies
         self.val_batches = loss_batches(prepared.examples("val", src, tgt, cfg.max_len), cfg)
         self.model = model = Transformer(cfg).to(device)
+        self.train_model = model  # what the updates run: the model, or the model compiled
+        self.compile_record: dict = {"compiled": False}  # for the manifest, with rc.compile
         self.optimizer = adam(model, device)
         self.scaler = torch.amp.GradScaler("cuda",
                                            enabled=device.type == "cuda" and rc.amp == "auto")
@@ -263,6 +270,42 @@ class BudgetedRun:
             out["average"] = {k: v / n for k, v in self.average.items()}
         return out
 
+    def compiled(self):
+        """The model under torch.compile, compiled by one forward and backward pass on a training
+        batch whose B, S and T all differ (sizes equal by chance would be assumed equal, and the
+        first batch where they are not compiled again); the model itself where that fails."""
+        from transformer_viz.models.losses import label_smoothed_loss
+        from transformer_viz.text.corpora import make_batch, token_batches
+        from transformer_viz.training.common import attention_kernel, autocast
+
+        model, cfg, t_start = self.model, self.model.cfg, time.time()
+        record = self.compile_record
+        for idx in token_batches(self.examples, self.tc.batch_tokens, shuffle=True,
+                                 seed=self.tc.seed):
+            batch = make_batch([self.examples[i] for i in idx], cfg.pad_id, cfg.bos_id,
+                               cfg.eos_id)
+            sizes = (*batch.src.shape, batch.tgt_in.size(1))  # B, S, T
+            if len(set(sizes)) == 3 and min(sizes) > 1:
+                break
+        batch = batch.to(self.device)
+        compiled = torch.compile(model, dynamic=True)
+        try:
+            with autocast(self.device, self.rc.amp), attention_kernel(self.device):
+                logits = compiled(batch.src, batch.tgt_in)  # (B, T, V)
+            label_smoothed_loss(logits, batch.tgt_out, self.rc.label_smoothing,
+                                cfg.pad_id).backward()
+        except Exception as exc:  # noqa: BLE001 (a compiler's failure: any exception)
+            self.log(f"{self.rc.direction}: compiling failed ({_first_line(exc)}); training "
+                     "uncompiled")
+            record.update(failed=_first_line(exc), seconds=round(time.time() - t_start, 1))
+            return model
+        finally:
+            model.zero_grad(set_to_none=True)
+        record.update(compiled=True, seconds=round(time.time() - t_start, 1))
+        self.log(f"{self.rc.direction}: compiled in {time.time() - t_start:.1f} s on a batch "
+                 f"{tuple(batch.src.shape)} + {tuple(batch.tgt_in.shape)}")
+        return compiled
+
     def after_step(self, state, loss: torch.Tensor, n_tokens: int) -> bool:
         """run_epoch's hook: count the update; look at the dev sets every rc.eval_every steps.
         ``loss`` stays on the device: reading it here would make every update wait for the last."""
@@ -284,11 +327,24 @@ class BudgetedRun:
         if self.previous:  # proof in the log that the returned weights score as they did there
             self.evaluate()
         model.train()
+        if rc.compile:
+            self.train_model = self.compiled()
         while time.time() < deadline:
             batches = token_batches(self.examples, tc.batch_tokens, shuffle=True,
                                     seed=tc.seed + state.epoch + 1)
-            run_epoch(model, model, self.optimizer, self.scaler, batches, self.examples, tc, state,
-                      self.device, False, 1, deadline=deadline, after_step=self.after_step)
+            try:
+                run_epoch(model, self.train_model, self.optimizer, self.scaler, batches,
+                          self.examples, tc, state, self.device, False, 1, deadline=deadline,
+                          after_step=self.after_step)
+            except Exception as exc:  # noqa: BLE001 (a compiler's failure: any exception)
+                if self.train_model is model:
+                    raise
+                self.train_model = model
+                self.log(f"{rc.direction}: a compiled update failed at step {state.step} "
+                         f"({_first_line(exc)}); going on uncompiled")
+                self.compile_record["failed"] = _first_line(exc)
+                state.step -= 1  # counted before the forward pass; no update was made
+                continue
             if time.time() < deadline:  # a whole epoch: a natural point to look at the dev sets
                 state.epoch += 1
                 if not rc.eval_every:
@@ -367,12 +423,18 @@ class BudgetedRun:
                                 if cuda else None),
             "torch": torch.__version__, "data": self.prepared.manifest["sha256"],
             "dev_scores_as_sent": final, "selection": selection, "files": files,
+            "compile": self.compile_record if rc.compile else None,
             "command": command, "seconds": seconds}
         if self.previous:
             out["init_from"] = init_record(rc.init_from, self.previous)
         out["sessions"] = (sessions(self.previous) if self.previous else []) + sessions(
             {k: v for k, v in out.items() if k != "init_from"})
         return out
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:300]
 
 
 def train_direction(rc: GpuRunConfig, data: str | Path, out: str | Path, log=print,
