@@ -151,7 +151,7 @@ def run_epoch(model, train_model, optimizer, scaler, batches: list[list[int]], e
     end the pass there. Its ``loss`` is the batch's mean loss as a 0-dim tensor on ``device``.
 
     Nothing is read back from the device but for the progress bar: on a GPU a read makes the host
-    wait for the update to finish before it may queue the next one's work."""
+    wait until the update has run, and the GPU then idles while the host pads the next batch."""
     cfg = model.cfg
     bar = None
     if show_progress:

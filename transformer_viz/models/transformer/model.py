@@ -305,9 +305,8 @@ class DecoderLayer(nn.Module):
 
 def _padded(mask: torch.Tensor) -> bool:
     """Whether a padding mask hides any position. Off the CPU it is taken to hide one: reading
-    the mask back would make the host wait for the device in every forward pass, so that it could
-    not queue a training update's work while the device runs the one before; an all-True mask
-    gives the same attention as none."""
+    the mask back would make the host wait, in every forward pass, until the device has run all
+    the work queued before it; an all-True mask gives the same attention as none."""
     if mask.device.type != "cpu":
         return True
     return not bool(mask.all())

@@ -308,7 +308,8 @@ class BudgetedRun:
 
     def after_step(self, state, loss: torch.Tensor, n_tokens: int) -> bool:
         """run_epoch's hook: count the update; look at the dev sets every rc.eval_every steps.
-        ``loss`` stays on the device: reading it here would make every update wait for the last."""
+        ``loss`` stays on the device: reading it here would make the host wait for the device at
+        every update."""
         self.window["loss"] += loss
         self.window["steps"] += 1
         self.tokens_seen += n_tokens
