@@ -184,6 +184,9 @@ def test_a_failed_compile_leaves_the_run_training_uncompiled(data, monkeypatch, 
     run.train()
     assert run.train_model is run.model and run.state.step > works
     assert updates == list(range(1, run.state.step + 1))  # the failed one not counted
+    # Each evaluation row gives the loop's own pace since the one before (TINY: after each epoch).
+    paces = [row["updates_per_s"] for row in run.history]
+    assert len(paces) >= 2 and all(pace > 0 for pace in paces)
     failed = [line for line in logs if "the compiler gave up" in line]
     assert len(failed) == 1 and "(and said more)" not in failed[0]
     if works:  # the warm-up and two updates compiled, then the failure

@@ -193,8 +193,9 @@ class BudgetedRun:
             f"device {device}"
             + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""))
         self.state, self.history, self.previous = TrainState(), [], None
-        # The loss summed on the device since the last evaluation, read there (not at every step).
-        self.window = {"loss": torch.zeros((), device=device), "steps": 0}
+        # The loss summed on the device since the last evaluation, read there (not at every step),
+        # the updates since then and when the first of them started.
+        self.window = {"loss": torch.zeros((), device=device), "steps": 0, "start": time.time()}
         self.average: dict[str, torch.Tensor] = {}  # running sum of the averaged weights
         self.average_steps: list[int] = []
         self.tokens_seen, self.t_train, self.seconds_before = 0, time.time(), 0.0
@@ -226,6 +227,9 @@ class BudgetedRun:
         from transformer_viz.training.common import validation_loss
 
         rc, state, window = self.rc, self.state, self.window
+        if self.device.type == "cuda":  # the window's updates end when the GPU has run them
+            torch.cuda.synchronize()
+        window_s = time.time() - window["start"]
         scores = dev_scores(self.model, self.prepared, self.src, self.tgt, rc.eval_limit)
         elapsed = time.time() - self.t_train
         row = {"epoch": state.epoch, "step": state.step,
@@ -235,14 +239,16 @@ class BudgetedRun:
                                            rc.label_smoothing),
                "val_bleu": scores["val"]["bleu"], "tatoeba_dev_bleu": scores["tatoeba_dev"]["bleu"],
                "tokens_per_s": self.tokens_seen / max(elapsed, 1e-9),
-               "elapsed_s": self.seconds_before + elapsed, "dev_sentences": rc.eval_limit}
+               "elapsed_s": self.seconds_before + elapsed, "dev_sentences": rc.eval_limit,
+               # the loop's own pace since the last evaluation (no evaluating, no compiling)
+               "updates_per_s": window["steps"] / max(window_s, 1e-9)}
         if not window["steps"]:  # the weights as loaded, before any update of this session
-            del row["train_loss"], row["lr"]
+            del row["train_loss"], row["lr"], row["updates_per_s"]
             row["before_update"] = True
         elif rc.average_from and elapsed >= rc.average_from * rc.minutes * 60:
             self.add_to_average()
         self.history.append(row)
-        window.update(loss=torch.zeros((), device=self.device), steps=0)
+        window.update(loss=torch.zeros((), device=self.device), steps=0, start=time.time())
         rounded = {k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}
         if "lr" in row:  # about 3e-4: three decimals would print 0.0
             rounded["lr"] = float(f"{row['lr']:.3g}")
@@ -330,6 +336,7 @@ class BudgetedRun:
         model.train()
         if rc.compile:
             self.train_model = self.compiled()
+        self.window["start"] = time.time()
         while time.time() < deadline:
             batches = token_batches(self.examples, tc.batch_tokens, shuffle=True,
                                     seed=tc.seed + state.epoch + 1)
