@@ -140,7 +140,7 @@ def build_tokenizer(tc: TrainConfig, run_dir: Path, corpora: Corpora, dist: Dist
 
 def run_epoch(model, train_model, optimizer, scaler, batches: list[list[int]], examples,
               tc: TrainConfig, state: TrainState, device, show_progress: bool, world: int,
-              deadline: float = 0.0, after_step=None) -> tuple[float, int, float]:
+              deadline: float = 0.0, after_step=None) -> tuple[torch.Tensor, int, float]:
     """One pass over this process's batches with the paper's schedule. Returns (loss sum, tokens,
     seconds); the loss sum (the batches' mean losses weighted by their target tokens) is a 0-dim
     tensor on ``device``.

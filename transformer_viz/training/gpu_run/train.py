@@ -294,8 +294,8 @@ class BudgetedRun:
             if len(set(sizes)) == 3 and min(sizes) > 1:
                 break
         batch = batch.to(self.device)
-        compiled = torch.compile(model, dynamic=True)
         try:
+            compiled = torch.compile(model, dynamic=True)
             with autocast(self.device, self.rc.amp), attention_kernel(self.device):
                 logits = compiled(batch.src, batch.tgt_in)  # (B, T, V)
             label_smoothed_loss(logits, batch.tgt_out, self.rc.label_smoothing,
