@@ -103,6 +103,9 @@ def project(x: torch.Tensor, weights: tuple, biases: tuple) -> tuple[torch.Tenso
     checked = _checked.layouts
     entry = None if checked is None else checked.get((id(weights[0]), len(weights)))
     if entry is None:
+        # linear() has already taken this way under autograd, yet torch.compile traces into
+        # here, and without it the trace reaches _build's weakref.finalize and fails its guards
+        # (tests/unit/test_gpu_step.py, the compiled update).
         if torch.is_grad_enabled():
             return tuple([F.linear(x, w, b) for w, b in zip(weights, biases)])
         entry = _layout(x, weights, biases)
