@@ -123,6 +123,19 @@ def test_after_a_fused_update_a_forward_without_gradients_reads_the_new_weights(
     torch.testing.assert_close(after, expected)
 
 
+def test_the_training_forward_traces_as_one_graph_on_the_cpu_too():
+    """torch.compile sees one graph, as on a GPU: the padding test reads no mask while it traces
+    (a read splits the graph, and the CPU's compile test would compile other graphs than a GPU's).
+    fullgraph=True raises at a split; the "eager" backend traces without compiling."""
+    torch.manual_seed(0)
+    cfg = preset("tiny", vocab_size=50, dropout=0.0, attn_dropout=0.0)
+    model = Transformer(cfg).train()
+    src = torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0], [5, 5, 2, 0]])  # (B, S), padded
+    tgt = torch.tensor([[1, 5, 6, 7, 8], [1, 7, 8, 0, 0], [1, 9, 0, 0, 0]])  # (B, T)
+    traced = torch.compile(model, dynamic=True, fullgraph=True, backend="eager")
+    torch.testing.assert_close(traced(src, tgt), model(src, tgt))
+
+
 needs_compiler = pytest.mark.skipif(not (shutil.which("g++") or shutil.which("clang++")),
                                     reason="torch.compile on the CPU needs a C++ compiler")
 

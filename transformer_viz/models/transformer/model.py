@@ -306,8 +306,9 @@ class DecoderLayer(nn.Module):
 def _padded(mask: torch.Tensor) -> bool:
     """Whether a padding mask hides any position. Off the CPU it is taken to hide one: reading
     the mask back would make the host wait, in every forward pass, until the device has run all
-    the work queued before it; an all-True mask gives the same attention as none."""
-    if mask.device.type != "cpu":
+    the work queued before it; an all-True mask gives the same attention as none. So it is while
+    torch.compile traces the model, where a read would split the graph in two."""
+    if mask.device.type != "cpu" or torch.compiler.is_compiling():
         return True
     return not bool(mask.all())
 
