@@ -70,6 +70,9 @@ class TrainConfig:
     # (0: the schedule's 1/√step decay throughout)
     cooldown_start: int = 0
     cooldown_steps: int = 0
+    # a cool-down in seconds, for a run with a deadline (run_epoch's): over its last
+    # cooldown_seconds the learning rate falls linearly to zero at the deadline (0: none)
+    cooldown_seconds: float = 0.0
     num_beams: int = 1  # decoding defaults written into the checkpoint's generation_config.json
     length_penalty: float = 0.6
 
@@ -166,7 +169,8 @@ def run_epoch(model, train_model, optimizer, scaler, batches: list[list[int]], e
         batch = make_batch([examples[i] for i in idx], cfg.pad_id, cfg.bos_id,
                            cfg.eos_id).to(device)
         state.step += 1
-        lr = step_learning_rate(tc, state, cfg.d_model)
+        lr = step_learning_rate(tc, state, cfg.d_model,
+                                deadline - time.time() if deadline else None)
         for group in optimizer.param_groups:
             group["lr"] = lr
         with autocast(device, tc.amp), attention_kernel(device):
@@ -190,11 +194,14 @@ def run_epoch(model, train_model, optimizer, scaler, batches: list[list[int]], e
     return loss_sum, token_sum, time.time() - t_epoch
 
 
-def step_learning_rate(tc: TrainConfig, state: TrainState, d_model: int) -> float:
+def step_learning_rate(tc: TrainConfig, state: TrainState, d_model: int,
+                       seconds_left: float | None = None) -> float:
     """The learning rate of step ``state.step``: the paper's schedule, ramped up again after
-    continuing and brought down by the cool-down."""
+    continuing and brought down by the cool-down (by step, or by ``seconds_left`` before a
+    deadline)."""
     return (learning_rate(state.step, d_model, tc.warmup, tc.lr_factor)
-            * rewarmup_factor(tc, state) * cooldown_factor(tc, state.step))
+            * rewarmup_factor(tc, state) * cooldown_factor(tc, state.step)
+            * deadline_cooldown_factor(tc, seconds_left))
 
 
 def rewarmup_factor(tc: TrainConfig, state: TrainState) -> float:
@@ -215,6 +222,17 @@ def cooldown_factor(tc: TrainConfig, step: int) -> float:
     if tc.cooldown_start <= 0 or tc.cooldown_steps <= 0 or step <= tc.cooldown_start:
         return 1.0
     return max(0.0, 1.0 - (step - tc.cooldown_start) / tc.cooldown_steps)
+
+
+def deadline_cooldown_factor(tc: TrainConfig, seconds_left: float | None) -> float:
+    """1 until the last ``tc.cooldown_seconds`` before a deadline, then falling linearly to 0 at it.
+
+    Why seconds, not steps: a run cut off by a wall-clock budget does not know in advance how many
+    steps it will make (that depends on the GPU, on compiling, on the other process beside it), so
+    its last stretch is measured in the one unit it does know."""
+    if tc.cooldown_seconds <= 0 or seconds_left is None:
+        return 1.0
+    return min(1.0, max(0.0, seconds_left / tc.cooldown_seconds))
 
 
 def save_epoch_weights(run_dir: Path, model: Transformer, epoch: int, keep: int) -> None:

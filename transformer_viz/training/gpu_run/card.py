@@ -39,6 +39,9 @@ def _training(manifest: dict, cfg, commands: list[str]) -> dict:
               f"d_model^-0.5 · min(step^-0.5, step · {run['warmup']}^-1.5), label "
               f"smoothing {run['label_smoothing']}, dropout {cfg.dropout}, {run['amp']} "
               "autocast, fused attention (scaled_dot_product_attention)")
+    if run.get("cooldown_from"):  # manifests written before the cool-down have no such key
+        recipe += (f"; from {run['cooldown_from']:.0%} of the {run['minutes']}-minute budget on, "
+                   "the learning rate falling linearly to zero at its end")
     if init:
         recipe += (f"; going on from the weights returned at step {init['steps']} (int8, as sent), "
                    f"the schedule going on from that step, Adam's moments from zero and the "

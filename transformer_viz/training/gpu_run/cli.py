@@ -96,6 +96,11 @@ def main(argv: list[str] | None = None) -> int:
     elif args.stage == "train":
         fields = GpuRunConfig.__dataclass_fields__
         rc = GpuRunConfig(**{name: getattr(args, name) for name in fields})
+        for name in ("average_from", "cooldown_from"):  # fractions of the budget
+            if not 0 <= getattr(rc, name) < 1:
+                print(f"gpu_run train: --{name.replace('_', '-')} is a fraction of the budget, "
+                      f"at least 0 and below 1, not {getattr(rc, name)}", file=sys.stderr)
+                return 2
         command = " ".join([PROG] + [shlex.quote(a)
                                      for a in (sys.argv[1:] if argv is None else argv)])
         try:

@@ -51,6 +51,9 @@ class GpuRunConfig:
     # running average; at the end the average and the last weights are both scored and the one
     # with the higher mean dev BLEU is sent, as the paper averaged its last checkpoints (0: off).
     average_from: float = 0.0
+    # From this fraction of the budget on, the learning rate falls linearly to zero at its end
+    # (TrainConfig.cooldown_seconds), so that the weights sent have settled (0: off).
+    cooldown_from: float = 0.0
     # torch.compile the training passes (dynamic shapes: one graph for every batch shape), so
     # that the host launches fewer, fused kernels per update. Compiled inside the budget on one
     # training batch; where compiling or a compiled update fails, the run goes on uncompiled and
@@ -68,7 +71,9 @@ class GpuRunConfig:
                            multi30k_copies=self.multi30k_copies,
                            tatoeba_copies=self.tatoeba_copies, amp=self.amp, seed=self.seed,
                            threads=self.threads, model_overrides=self.model_overrides,
-                           rewarmup=self.rewarmup)
+                           rewarmup=self.rewarmup,
+                           cooldown_seconds=(1 - self.cooldown_from) * self.minutes * 60
+                           if self.cooldown_from else 0.0)
 
 
 def _fused_attention_runs(model, batch, amp: str) -> bool:
