@@ -19,6 +19,7 @@ from transformer_viz.text.corpora import make_batch, token_batches
 from transformer_viz.training.gpu_run import GpuRunConfig, prepare
 from transformer_viz.training.gpu_run.card import _compiled
 from transformer_viz.training.gpu_run.train import BudgetedRun, adam
+from transformer_viz.training.common import attention_kernel, autocast
 from transformer_viz.training.translation import run_epoch
 
 TINY = GpuRunConfig(preset="tiny", batch_tokens=300, warmup=40, lr_factor=0.3, eval_every=0,
@@ -134,6 +135,9 @@ def test_the_training_forward_traces_as_one_graph_on_the_cpu_too():
     tgt = torch.tensor([[1, 5, 6, 7, 8], [1, 7, 8, 0, 0], [1, 9, 0, 0, 0]])  # (B, T)
     traced = torch.compile(model, dynamic=True, fullgraph=True, backend="eager")
     torch.testing.assert_close(traced(src, tgt), model(src, tgt))
+    cpu = torch.device("cpu")  # and under the run's bf16 autocast, as the GPU run compiles it
+    with autocast(cpu, "bf16"), attention_kernel(cpu):
+        torch.testing.assert_close(traced(src, tgt), model(src, tgt))
 
 
 needs_compiler = pytest.mark.skipif(not (shutil.which("g++") or shutil.which("clang++")),
