@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from tests.support.apptest import SENTENCE, charts, open_page
-from tests.support.corpora import synthetic_pairs
+from tests.support.corpora import prepare_synthetic, synthetic_pairs
 from transformer_viz.checkpoints import load_checkpoint, save_checkpoint
 from transformer_viz.models.transformer.config import preset
 from transformer_viz.models.transformer.model import Transformer
@@ -165,3 +165,11 @@ def every_step(open_step):
         return found
 
     return collect
+
+
+@pytest.fixture(scope="session")
+def gpu_data(tmp_path_factory) -> Path:
+    """The GPU run's prepared folder (gpu_run prepare) for synthetic pairs."""
+    out = tmp_path_factory.mktemp("gpu-data") / "data"
+    prepare_synthetic(out)
+    return out

@@ -21,3 +21,14 @@ def synthetic_pairs(n: int, seed: int = 0) -> list[tuple[str, str]]:
         pairs.append((" ".join(GERMAN[i] for i in idx) + " .",
                       " ".join(ENGLISH[i] for i in idx) + " ."))
     return pairs
+
+
+def prepare_synthetic(out) -> None:
+    """The GPU run's prepared folder (gpu_run prepare) for synthetic pairs: both training corpora
+    and both dev sets, with a joint BPE of 120 tokens."""
+    from transformer_viz.training.gpu_run import prepare
+
+    pairs = {"train": synthetic_pairs(200, seed=1), "val": synthetic_pairs(20, seed=2),
+             "tatoeba_train": synthetic_pairs(100, seed=3),
+             "tatoeba_dev": synthetic_pairs(20, seed=4)}
+    prepare(out, pairs=pairs, vocab_size=120, log=lambda *_: None)

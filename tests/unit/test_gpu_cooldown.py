@@ -10,10 +10,9 @@ from dataclasses import replace
 import pytest
 import torch
 
-from tests.support.corpora import synthetic_pairs
 from transformer_viz.text.corpora import token_batches
 from transformer_viz.training import translation
-from transformer_viz.training.gpu_run import GpuRunConfig, main, prepare
+from transformer_viz.training.gpu_run import GpuRunConfig, main
 from transformer_viz.training.gpu_run.card import _training
 from transformer_viz.training.gpu_run.train import BudgetedRun
 from transformer_viz.training.schedule import learning_rate
@@ -25,16 +24,6 @@ TINY = GpuRunConfig(preset="tiny", batch_tokens=300, warmup=40, lr_factor=0.3, e
 
 def _quiet(*_args) -> None:
     pass
-
-
-@pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    pairs = {"train": synthetic_pairs(200, seed=1), "val": synthetic_pairs(20, seed=2),
-             "tatoeba_train": synthetic_pairs(100, seed=3),
-             "tatoeba_dev": synthetic_pairs(20, seed=4)}
-    out = tmp_path_factory.mktemp("prepared") / "data"
-    prepare(out, pairs=pairs, vocab_size=120, log=_quiet)
-    return out
 
 
 def test_the_factor_is_one_until_the_last_seconds_then_falls_linearly_to_zero():
@@ -51,10 +40,10 @@ def test_the_budget_fraction_becomes_the_last_seconds_of_the_budget():
     assert TINY.train_config().cooldown_seconds == 0.0
 
 
-def test_the_run_s_learning_rate_falls_to_zero_at_its_deadline(data, monkeypatch):
+def test_the_run_s_learning_rate_falls_to_zero_at_its_deadline(gpu_data, monkeypatch):
     """run_epoch under a clock that moves one second at each reading: the schedule's rate until
     the last 10 of 30 seconds, then that rate times the seconds left over 10, down to near 0."""
-    run = BudgetedRun(replace(TINY, minutes=0.5, cooldown_from=2 / 3), data, _quiet)
+    run = BudgetedRun(replace(TINY, minutes=0.5, cooldown_from=2 / 3), gpu_data, _quiet)
     assert run.tc.cooldown_seconds == pytest.approx(10.0)
     clock = {"now": 1000.0}
 
@@ -88,10 +77,10 @@ def test_the_run_s_learning_rate_falls_to_zero_at_its_deadline(data, monkeypatch
 
 @pytest.mark.parametrize("flag,value", [("--cooldown-from", "1.0"), ("--cooldown-from", "-0.1"),
                                         ("--average-from", "1.5")])
-def test_a_fraction_outside_the_budget_is_refused_in_one_line(data, tmp_path, capsys, flag,
+def test_a_fraction_outside_the_budget_is_refused_in_one_line(gpu_data, tmp_path, capsys, flag,
                                                               value):
     code = main(["train", "--direction", "de-en", "--preset", "tiny", flag, value, "--data",
-                 str(data), "--out", str(tmp_path / "out")])
+                 str(gpu_data), "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and flag in err
     assert not (tmp_path / "out").exists()

@@ -11,12 +11,11 @@ from dataclasses import replace
 import pytest
 import torch
 
-from tests.support.corpora import synthetic_pairs
 from transformer_viz.models.losses import label_smoothed_loss
 from transformer_viz.models.transformer.config import preset
 from transformer_viz.models.transformer.model import Transformer
 from transformer_viz.text.corpora import make_batch, token_batches
-from transformer_viz.training.gpu_run import GpuRunConfig, prepare
+from transformer_viz.training.gpu_run import GpuRunConfig
 from transformer_viz.training.gpu_run.card import _compiled
 from transformer_viz.training.gpu_run.train import BudgetedRun, adam
 from transformer_viz.training.common import attention_kernel, autocast
@@ -31,20 +30,10 @@ def _quiet(*_args) -> None:
     pass
 
 
-@pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    pairs = {"train": synthetic_pairs(200, seed=1), "val": synthetic_pairs(20, seed=2),
-             "tatoeba_train": synthetic_pairs(100, seed=3),
-             "tatoeba_dev": synthetic_pairs(20, seed=4)}
-    out = tmp_path_factory.mktemp("prepared") / "data"
-    prepare(out, pairs=pairs, vocab_size=120, log=_quiet)
-    return out
-
-
-def test_an_update_reads_nothing_back_from_the_device(data):
+def test_an_update_reads_nothing_back_from_the_device(gpu_data):
     """On the meta device a tensor has a shape but no values: any read (``.item()``, ``bool()``,
     ``float()``) raises, so updates that run there read nothing back."""
-    run = BudgetedRun(TINY, data, _quiet)
+    run = BudgetedRun(TINY, gpu_data, _quiet)
     run.model.to(META)
     run.device, run.optimizer = META, adam(run.model, META)
     run.window["loss"] = torch.zeros((), device=META)
@@ -69,7 +58,7 @@ def test_the_forward_pass_reads_no_padding_mask_back_off_the_cpu():
     assert memory.shape == (2, 4, model.cfg.d_model) and src_mask.shape == (2, 1, 1, 4)
 
 
-def test_fused_adam_gives_the_weights_of_the_multi_tensor_adam(data):
+def test_fused_adam_gives_the_weights_of_the_multi_tensor_adam(gpu_data):
     torch.manual_seed(0)
     cfg = preset("tiny", vocab_size=120, dropout=0.0, attn_dropout=0.0)
     fused_model, foreach_model = Transformer(cfg), Transformer(cfg)
@@ -79,7 +68,7 @@ def test_fused_adam_gives_the_weights_of_the_multi_tensor_adam(data):
     assert fused.defaults["fused"]
     foreach = torch.optim.Adam(foreach_model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9,
                                foreach=True)
-    run = BudgetedRun(replace(TINY, preset="tiny"), data, _quiet)
+    run = BudgetedRun(replace(TINY, preset="tiny"), gpu_data, _quiet)
     batches = token_batches(run.examples, 300, shuffle=True, seed=2)[:5]
     for step, idx in enumerate(batches, start=1):
         batch = make_batch([run.examples[i] for i in idx], cfg.pad_id, cfg.bos_id, cfg.eos_id)
@@ -145,13 +134,13 @@ needs_compiler = pytest.mark.skipif(not (shutil.which("g++") or shutil.which("cl
 
 
 @needs_compiler
-def test_a_compiled_update_computes_what_the_model_does(data):
+def test_a_compiled_update_computes_what_the_model_does(gpu_data):
     """--compile: the compiled passes give the model's loss and gradients on batches of other
     shapes than the one it was compiled on (dynamic shapes), dropout off, float32."""
     torch.manual_seed(0)
     rc = replace(TINY, compile=True, model_overrides={"dropout": 0.0, "attn_dropout": 0.0})
     logs: list[str] = []
-    run = BudgetedRun(rc, data, logs.append)
+    run = BudgetedRun(rc, gpu_data, logs.append)
     run.model.train()
     compiled = run.compiled()
     assert compiled is not run.model and any(" compiled in " in line for line in logs)
@@ -190,10 +179,11 @@ class _Failing:
 
 
 @pytest.mark.parametrize("works", [0, 3])
-def test_a_failed_compile_leaves_the_run_training_uncompiled(data, monkeypatch, tmp_path, works):
+def test_a_failed_compile_leaves_the_run_training_uncompiled(gpu_data, monkeypatch, tmp_path,
+                                                             works):
     monkeypatch.setattr(torch, "compile", lambda model, **_: _Failing(model, works))
     logs: list[str] = []
-    run = BudgetedRun(replace(TINY, compile=True, minutes=0.03, eval_limit=5), data,
+    run = BudgetedRun(replace(TINY, compile=True, minutes=0.03, eval_limit=5), gpu_data,
                       logs.append)
     updates: list[int] = []
     after_step = run.after_step
