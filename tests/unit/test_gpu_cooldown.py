@@ -16,7 +16,7 @@ from transformer_viz.training.gpu_run import GpuRunConfig, main
 from transformer_viz.training.gpu_run.card import _training
 from transformer_viz.training.gpu_run.train import BudgetedRun
 from transformer_viz.training.schedule import learning_rate
-from transformer_viz.training.translation import TrainConfig, deadline_cooldown_factor
+from transformer_viz.training.translation import deadline_cooldown_factor
 
 TINY = GpuRunConfig(preset="tiny", batch_tokens=300, warmup=40, lr_factor=0.3, eval_every=0,
                     threads=1, amp="fp32")
@@ -27,24 +27,23 @@ def _quiet(*_args) -> None:
 
 
 def test_the_factor_is_one_until_the_last_seconds_then_falls_linearly_to_zero():
-    tc = TrainConfig(cooldown_seconds=100.0)
-    assert [deadline_cooldown_factor(tc, left) for left in (500.0, 100.0, 75.0, 10.0, 0.0, -1.0)] \
+    lefts = (500.0, 100.0, 75.0, 10.0, 0.0, -1.0)
+    assert [deadline_cooldown_factor(left, 100.0) for left in lefts] \
         == pytest.approx([1.0, 1.0, 0.75, 0.1, 0.0, 0.0])
-    assert deadline_cooldown_factor(tc, None) == 1.0  # no deadline: no cool-down
-    assert deadline_cooldown_factor(TrainConfig(), 5.0) == 1.0  # none asked for
+    assert deadline_cooldown_factor(None, 100.0) == 1.0  # no deadline: no cool-down
+    assert deadline_cooldown_factor(5.0, 0.0) == 1.0  # none asked for
 
 
 def test_the_budget_fraction_becomes_the_last_seconds_of_the_budget():
-    assert replace(TINY, minutes=8.5, cooldown_from=0.7).train_config().cooldown_seconds \
-        == pytest.approx(153.0)
-    assert TINY.train_config().cooldown_seconds == 0.0
+    assert replace(TINY, minutes=8.5, cooldown_from=0.7).cooldown_seconds == pytest.approx(153.0)
+    assert TINY.cooldown_seconds == 0.0
 
 
 def test_the_run_s_learning_rate_falls_to_zero_at_its_deadline(gpu_data, monkeypatch):
     """run_epoch under a clock that moves one second at each reading: the schedule's rate until
     the last 10 of 30 seconds, then that rate times the seconds left over 10, down to near 0."""
     run = BudgetedRun(replace(TINY, minutes=0.5, cooldown_from=2 / 3), gpu_data, _quiet)
-    assert run.tc.cooldown_seconds == pytest.approx(10.0)
+    assert run.rc.cooldown_seconds == pytest.approx(10.0)
     clock = {"now": 1000.0}
 
     def tick() -> float:
@@ -62,7 +61,7 @@ def test_the_run_s_learning_rate_falls_to_zero_at_its_deadline(gpu_data, monkeyp
     run.model.train()
     translation.run_epoch(run.model, run.model, run.optimizer, run.scaler, batches, run.examples,
                           run.tc, run.state, run.device, False, 1, deadline=1000.0 + 30,
-                          after_step=after)
+                          after_step=after, cooldown_seconds=run.rc.cooldown_seconds)
     d_model = run.model.cfg.d_model
     ratios = [lr / learning_rate(step, d_model, 40, 0.3) for step, lr in enumerate(lrs, 1)]
     # The pass reads the clock once as it starts (t = 1001), then twice a step: at the deadline
@@ -96,3 +95,22 @@ def test_the_card_names_the_cool_down_only_where_there_was_one():
     assert "from 70% of the 8.5-minute budget on, the learning rate falling linearly" in cooled
     del run["cooldown_from"]  # a manifest written before the flag existed
     assert "falling linearly" not in _training(manifest, cfg, ["join"])["recipe"]
+
+
+def test_the_run_s_own_loop_cools_down_to_its_deadline(gpu_data):
+    """BudgetedRun.train hands its cool-down to the loop: a 3-second run cooling from half-time
+    starts at the schedule's rate and ends far below it, never rising again once it fell."""
+    run = BudgetedRun(replace(TINY, minutes=0.05, cooldown_from=0.5), gpu_data, _quiet)
+    ratios: list[float] = []
+    after_step = run.after_step
+
+    def after(state, loss, n_tokens) -> bool:
+        schedule = learning_rate(state.step, run.model.cfg.d_model, 40, 0.3)
+        ratios.append(run.optimizer.param_groups[0]["lr"] / schedule)
+        return after_step(state, loss, n_tokens)
+
+    run.after_step = after
+    run.train()
+    assert len(ratios) >= 5 and ratios[0] == pytest.approx(1.0) and ratios[-1] < 0.5
+    falling = ratios[next(i for i, r in enumerate(ratios) if r < 1):]
+    assert all(b <= a for a, b in zip(falling, falling[1:]))

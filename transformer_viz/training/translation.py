@@ -70,9 +70,6 @@ class TrainConfig:
     # (0: the schedule's 1/√step decay throughout)
     cooldown_start: int = 0
     cooldown_steps: int = 0
-    # a cool-down in seconds, for a run with a deadline (run_epoch's): over its last
-    # cooldown_seconds the learning rate falls linearly to zero at the deadline (0: none)
-    cooldown_seconds: float = 0.0
     num_beams: int = 1  # decoding defaults written into the checkpoint's generation_config.json
     length_penalty: float = 0.6
 
@@ -143,13 +140,15 @@ def build_tokenizer(tc: TrainConfig, run_dir: Path, corpora: Corpora, dist: Dist
 
 def run_epoch(model, train_model, optimizer, scaler, batches: list[list[int]], examples,
               tc: TrainConfig, state: TrainState, device, show_progress: bool, world: int,
-              deadline: float = 0.0, after_step=None) -> tuple[torch.Tensor, int, float]:
+              deadline: float = 0.0, after_step=None,
+              cooldown_seconds: float = 0.0) -> tuple[torch.Tensor, int, float]:
     """One pass over this process's batches with the paper's schedule. Returns (loss sum, tokens,
     seconds); the loss sum (the batches' mean losses weighted by their target tokens) is a 0-dim
     tensor on ``device``.
 
     ``deadline`` (a time.time() value, 0: none) ends the pass before the first step that would
-    start after it, so a wall-clock budget holds to within one step. ``after_step(state, loss,
+    start after it, so a wall-clock budget holds to within one step; over its last
+    ``cooldown_seconds`` the learning rate falls linearly to zero. ``after_step(state, loss,
     n_tokens)`` runs after every update (periodic validation, for example); it may return True to
     end the pass there. Its ``loss`` is the batch's mean loss as a 0-dim tensor on ``device``.
 
@@ -170,7 +169,7 @@ def run_epoch(model, train_model, optimizer, scaler, batches: list[list[int]], e
                            cfg.eos_id).to(device)
         state.step += 1
         lr = step_learning_rate(tc, state, cfg.d_model,
-                                deadline - time.time() if deadline else None)
+                                deadline - time.time() if deadline else None, cooldown_seconds)
         for group in optimizer.param_groups:
             group["lr"] = lr
         with autocast(device, tc.amp), attention_kernel(device):
@@ -195,13 +194,13 @@ def run_epoch(model, train_model, optimizer, scaler, batches: list[list[int]], e
 
 
 def step_learning_rate(tc: TrainConfig, state: TrainState, d_model: int,
-                       seconds_left: float | None = None) -> float:
+                       seconds_left: float | None = None, cooldown_seconds: float = 0.0) -> float:
     """The learning rate of step ``state.step``: the paper's schedule, ramped up again after
-    continuing and brought down by the cool-down (by step, or by ``seconds_left`` before a
-    deadline)."""
+    continuing and brought down by the cool-down (by step, or over the last ``cooldown_seconds``
+    before a deadline ``seconds_left`` away)."""
     return (learning_rate(state.step, d_model, tc.warmup, tc.lr_factor)
             * rewarmup_factor(tc, state) * cooldown_factor(tc, state.step)
-            * deadline_cooldown_factor(tc, seconds_left))
+            * deadline_cooldown_factor(seconds_left, cooldown_seconds))
 
 
 def rewarmup_factor(tc: TrainConfig, state: TrainState) -> float:
@@ -224,15 +223,15 @@ def cooldown_factor(tc: TrainConfig, step: int) -> float:
     return max(0.0, 1.0 - (step - tc.cooldown_start) / tc.cooldown_steps)
 
 
-def deadline_cooldown_factor(tc: TrainConfig, seconds_left: float | None) -> float:
-    """1 until the last ``tc.cooldown_seconds`` before a deadline, then falling linearly to 0 at it.
+def deadline_cooldown_factor(seconds_left: float | None, cooldown_seconds: float) -> float:
+    """1 until the last ``cooldown_seconds`` before a deadline, then falling linearly to 0 at it.
 
     Why seconds, not steps: a run cut off by a wall-clock budget does not know in advance how many
     steps it will make (that depends on the GPU, on compiling, on the other process beside it), so
     its last stretch is measured in the one unit it does know."""
-    if tc.cooldown_seconds <= 0 or seconds_left is None:
+    if cooldown_seconds <= 0 or seconds_left is None:
         return 1.0
-    return min(1.0, max(0.0, seconds_left / tc.cooldown_seconds))
+    return min(1.0, max(0.0, seconds_left / cooldown_seconds))
 
 
 def save_epoch_weights(run_dir: Path, model: Transformer, epoch: int, keep: int) -> None:

@@ -52,7 +52,7 @@ class GpuRunConfig:
     # with the higher mean dev BLEU is sent, as the paper averaged its last checkpoints (0: off).
     average_from: float = 0.0
     # From this fraction of the budget on, the learning rate falls linearly to zero at its end
-    # (TrainConfig.cooldown_seconds), so that the weights sent have settled (0: off).
+    # (run_epoch's cooldown_seconds), so that the weights sent have settled (0: off).
     cooldown_from: float = 0.0
     # torch.compile the training passes (dynamic shapes: one graph for every batch shape), so
     # that the host launches fewer, fused kernels per update. Compiled inside the budget on one
@@ -71,9 +71,12 @@ class GpuRunConfig:
                            multi30k_copies=self.multi30k_copies,
                            tatoeba_copies=self.tatoeba_copies, amp=self.amp, seed=self.seed,
                            threads=self.threads, model_overrides=self.model_overrides,
-                           rewarmup=self.rewarmup,
-                           cooldown_seconds=(1 - self.cooldown_from) * self.minutes * 60
-                           if self.cooldown_from else 0.0)
+                           rewarmup=self.rewarmup)
+
+    @property
+    def cooldown_seconds(self) -> float:
+        """The cool-down's length: the budget's last (1 - cooldown_from) part (0: none)."""
+        return (1 - self.cooldown_from) * self.minutes * 60 if self.cooldown_from else 0.0
 
 
 def _fused_attention_runs(model, batch, amp: str) -> bool:
@@ -348,7 +351,7 @@ class BudgetedRun:
             try:
                 run_epoch(model, self.train_model, self.optimizer, self.scaler, batches,
                           self.examples, tc, state, self.device, False, 1, deadline=deadline,
-                          after_step=self.after_step)
+                          after_step=self.after_step, cooldown_seconds=rc.cooldown_seconds)
             except Exception as exc:  # noqa: BLE001 (a compiler's failure: any exception)
                 if self.train_model is model:
                     raise
