@@ -242,6 +242,16 @@ def _names(prefix: str, parts=_PARTS) -> tuple[str, ...]:
     return names
 
 
+_UNNAMED = ("",) * len(_PARTS)
+
+
+def _layer_names(name: str, hooks: Hooks | Trace | None) -> tuple[str, ...]:
+    """A layer's hook-point names (_names); without hooks nothing reads them, and the name is not
+    read either. So torch.compile traces a layer's forward without its name, and the N layers of a
+    stack run one compiled graph rather than one per name (training/gpu_run/compiling.py)."""
+    return _UNNAMED if hooks is None else _names(name)
+
+
 class EncoderLayer(nn.Module):
     """Self-attention → Add & Norm → feed-forward → Add & Norm."""
 
@@ -257,7 +267,7 @@ class EncoderLayer(nn.Module):
 
     def forward(self, x: torch.Tensor, src_mask: torch.Tensor | None, hooks: Hooks | Trace | None,
                 name: str) -> torch.Tensor:
-        attn_name, _, ffn_name, norm1_name, norm2_name, _, out_name = _names(name)
+        attn_name, _, ffn_name, norm1_name, norm2_name, _, out_name = _layer_names(name, hooks)
         x = self.norm1.forward(x, lambda y: self.self_attn.forward(y, y, src_mask, hooks,
                                                                    attn_name), hooks, norm1_name)
         x = self.norm2.forward(x, lambda y: self.ffn.forward(y, hooks, ffn_name), hooks, norm2_name)
@@ -292,7 +302,8 @@ class DecoderLayer(nn.Module):
         self_cache = cross_cache = None
         if cache is not None:
             self_cache, cross_cache = cache.setdefault("self", {}), cache.setdefault("cross", {})
-        self_name, cross_name, ffn_name, norm1_name, norm2_name, norm3_name, out_name = _names(name)
+        self_name, cross_name, ffn_name, norm1_name, norm2_name, norm3_name, out_name = (
+            _layer_names(name, hooks))
         y = self.norm1.forward(y, lambda z: self.self_attn.forward(z, z, tgt_mask, hooks, self_name,
                                                                    self_cache), hooks, norm1_name)
         # Queries come from the decoder, keys and values from the encoder output.
@@ -380,8 +391,11 @@ class Transformer(nn.Module):
         hooks = combine(trace, hooks)
         src_mask = padding_mask(src, self.cfg.pad_id)  # (B, 1, 1, S)
         # Nothing padded: attention without a mask gives the same numbers with less work
-        # (a trace shows the mask, so it gets one).
-        layer_mask = src_mask if _padded(src_mask) or explicit(hooks, "encoder") else None
+        # (a trace shows the mask, so it gets one). Training always passes it: a batch without
+        # padding is rare there, and layers compiled one by one (training/gpu_run/compiling.py)
+        # would compile again for a missing mask.
+        layer_mask = (src_mask if self.training or _padded(src_mask) or explicit(hooks, "encoder")
+                      else None)
         x = self.embed(src, "src", hooks)
         layers = self.encoder_layers
         for layer, name in zip(layers, _names("encoder", range(len(layers)))):
