@@ -11,12 +11,14 @@ from dataclasses import replace
 import pytest
 import torch
 
+from transformer_viz.core.trace import Trace
 from transformer_viz.models.losses import label_smoothed_loss
 from transformer_viz.models.transformer.config import preset
 from transformer_viz.models.transformer.model import Transformer
 from transformer_viz.text.corpora import make_batch, token_batches
 from transformer_viz.training.gpu_run import GpuRunConfig
 from transformer_viz.training.gpu_run.card import _compiled
+from transformer_viz.training.gpu_run.compiling import compile_layers, eager
 from transformer_viz.training.gpu_run.train import BudgetedRun, adam
 from transformer_viz.training.common import attention_kernel, autocast
 from transformer_viz.training.translation import run_epoch
@@ -129,21 +131,79 @@ def test_the_training_forward_traces_as_one_graph_on_the_cpu_too():
         torch.testing.assert_close(traced(src, tgt), model(src, tgt))
 
 
+class _CountingBackend:
+    """A torch.compile backend that runs each graph as traced (no code generated) and counts the
+    graphs it is given."""
+
+    def __init__(self) -> None:
+        self.graphs = 0
+
+    def __call__(self, graph_module, example_inputs):
+        self.graphs += 1
+        return graph_module.forward
+
+
+def test_each_stack_s_layers_share_one_compiled_graph():
+    """compile_scope "layers": N = 3 layers a stack, batches of three shapes (one without
+    padding), float32 and bf16 autocast, forward and backward: two graphs (the encoder layer's
+    and the decoder layer's), and the model's own numbers. The evaluations' eval mode, decoding
+    steps and hooks, under eager(), compile nothing (eval mode and no_grad would be new graphs,
+    and the gradient-free products of models/products.py do not trace)."""
+    torch.manual_seed(0)
+    cfg = preset("tiny", vocab_size=50, N=3, dropout=0.0, attn_dropout=0.0)
+    model, reference = Transformer(cfg).train(), Transformer(cfg).train()
+    reference.load_state_dict(model.state_dict())
+    backend = _CountingBackend()
+    uncompile = compile_layers(model, dynamic=True, fullgraph=True, backend=backend)
+    cpu = torch.device("cpu")
+    shapes = [(3, 4, 5), (2, 6, 3), (4, 5, 7)]  # B, S, T: all differ, as the run compiles on
+    for amp in ("fp32", "bf16"):
+        for B, S, T in shapes:
+            src = torch.randint(4, 50, (B, S))
+            if B != 2:  # padded; the batch of two is not (training passes its all-True mask)
+                src[-1, -1] = cfg.pad_id
+            tgt = torch.randint(4, 50, (B, T))
+            with autocast(cpu, amp), attention_kernel(cpu):
+                got, expected = model(src, tgt), reference(src, tgt)
+            torch.testing.assert_close(got, expected)
+            got.float().pow(2).mean().backward()
+            expected.float().pow(2).mean().backward()
+            for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+                torch.testing.assert_close(p.grad, q.grad, msg=name)
+    assert backend.graphs == 2 * 2  # one a stack, in float32 and again under autocast
+    model.eval()
+    with eager(), torch.no_grad():
+        model(src, tgt)
+        model.decode_step(tgt[:, 0], model.start_state(src))  # a decoding step, cached keys
+        trace = Trace()
+        model(src, tgt, trace=trace)
+    assert backend.graphs == 4 and "encoder.2.self_attn.q" in trace
+    uncompile()
+    assert all("forward" not in layer.__dict__
+               for layer in (*model.encoder_layers, *model.decoder_layers))
+    model.train()
+    model(src, tgt)
+    assert backend.graphs == 4
+
+
 needs_compiler = pytest.mark.skipif(not (shutil.which("g++") or shutil.which("clang++")),
                                     reason="torch.compile on the CPU needs a C++ compiler")
 
 
 @needs_compiler
-def test_a_compiled_update_computes_what_the_model_does(gpu_data):
+@pytest.mark.parametrize("scope", ["layers", "model"])
+def test_a_compiled_update_computes_what_the_model_does(gpu_data, scope):
     """--compile: the compiled passes give the model's loss and gradients on batches of other
     shapes than the one it was compiled on (dynamic shapes), dropout off, float32."""
     torch.manual_seed(0)
-    rc = replace(TINY, compile=True, model_overrides={"dropout": 0.0, "attn_dropout": 0.0})
+    rc = replace(TINY, compile=True, compile_scope=scope,
+                 model_overrides={"dropout": 0.0, "attn_dropout": 0.0})
     logs: list[str] = []
     run = BudgetedRun(rc, gpu_data, logs.append)
     run.model.train()
     compiled = run.compiled()
-    assert compiled is not run.model and any(" compiled in " in line for line in logs)
+    assert (compiled is run.model) == (scope == "layers")
+    assert any(" compiled in " in line and f"(scope {scope})" in line for line in logs)
     reference = Transformer(run.model.cfg)
     reference.load_state_dict(run.model.state_dict())
     cfg = reference.cfg
@@ -165,8 +225,8 @@ def test_a_compiled_update_computes_what_the_model_does(gpu_data):
 
 
 class _Failing:
-    """Stands in for torch.compile's result: the model's own forward for ``works`` calls, then a
-    compiler's error."""
+    """Stands in for torch.compile's result: the model's (or a layer's) own forward for ``works``
+    calls, then a compiler's error."""
 
     def __init__(self, model, works: int) -> None:
         self.model, self.works = model, works
@@ -178,18 +238,23 @@ class _Failing:
         return self.model(*args, **kwargs)
 
 
+@pytest.mark.parametrize("scope", ["layers", "model"])
 @pytest.mark.parametrize("works", [0, 3])
 def test_a_failed_compile_leaves_the_run_training_uncompiled(gpu_data, monkeypatch, tmp_path,
-                                                             works):
-    monkeypatch.setattr(torch, "compile", lambda model, **_: _Failing(model, works))
+                                                             works, scope):
+    # A forward pass calls each compiled layer forward N times (tiny: N = 2), the model's once.
+    calls = works * (preset("tiny").N if scope == "layers" else 1)
+    monkeypatch.setattr(torch, "compile", lambda model, **_: _Failing(model, calls))
     logs: list[str] = []
-    run = BudgetedRun(replace(TINY, compile=True, minutes=0.03, eval_limit=5), gpu_data,
-                      logs.append)
+    run = BudgetedRun(replace(TINY, compile=True, compile_scope=scope, minutes=0.03,
+                              eval_limit=5), gpu_data, logs.append)
     updates: list[int] = []
     after_step = run.after_step
     run.after_step = lambda state, loss, n: updates.append(state.step) or after_step(state, loss, n)
     run.train()
     assert run.train_model is run.model and run.state.step > works
+    assert all("forward" not in layer.__dict__
+               for layer in (*run.model.encoder_layers, *run.model.decoder_layers))
     assert updates == list(range(1, run.state.step + 1))  # the failed one not counted
     # Each evaluation row gives the loop's own pace since the one before (TINY: after each epoch).
     paces = [row["updates_per_s"] for row in run.history]

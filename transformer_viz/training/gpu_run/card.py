@@ -88,6 +88,10 @@ def _hardware(manifest: dict, where: str) -> dict:
             "sessions": _session_lines(manifest)}
 
 
+_SCOPES = {"model": "the whole forward as one graph",
+           "layers": "each stack's layer forward, one graph its N layers share"}
+
+
 def _compiled(manifest: dict) -> str:
     """Whether the updates ran compiled (gpu_run train --compile), and what became of it."""
     record = manifest.get("compile")
@@ -95,7 +99,10 @@ def _compiled(manifest: dict) -> str:
         return "no (eager PyTorch)"
     if not record["compiled"]:
         return f"compiling failed ({record.get('failed')}), so trained uncompiled"
-    text = f"torch.compile, dynamic shapes, compiled in {record['seconds']} s within the budget"
+    # manifests from before the scope was a choice compiled the whole forward
+    what = _SCOPES[record.get("scope", "model")]
+    text = (f"torch.compile ({what}), dynamic shapes, compiled in {record['seconds']} s within "
+            "the budget")
     if record.get("failed"):
         text += f"; a compiled update failed ({record['failed']}), uncompiled from there"
     return text

@@ -95,7 +95,11 @@ def main(argv: list[str] | None = None) -> int:
                 log=log, compress=args.compress)
     elif args.stage == "train":
         fields = GpuRunConfig.__dataclass_fields__
-        rc = GpuRunConfig(**{name: getattr(args, name) for name in fields})
+        try:
+            rc = GpuRunConfig(**{name: getattr(args, name) for name in fields})
+        except ValueError as exc:
+            print(f"gpu_run train: {exc}", file=sys.stderr)
+            return 2
         for name in ("average_from", "cooldown_from"):  # fractions of the budget
             if not 0 <= getattr(rc, name) < 1:
                 print(f"gpu_run train: --{name.replace('_', '-')} is a fraction of the budget, "

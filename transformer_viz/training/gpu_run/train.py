@@ -59,6 +59,10 @@ class GpuRunConfig:
     # training batch; where compiling or a compiled update fails, the run goes on uncompiled and
     # says so. The evaluations run the model uncompiled.
     compile: bool = False
+    # What one compiled graph covers (compiling.SCOPES): "layers", one graph per stack that its N
+    # layers share, compiles the base model in about 40 % of the time of "model", the whole
+    # forward.
+    compile_scope: str = "layers"
     model_overrides: dict = field(default_factory=dict)
 
     def train_config(self):
@@ -72,6 +76,13 @@ class GpuRunConfig:
                            tatoeba_copies=self.tatoeba_copies, amp=self.amp, seed=self.seed,
                            threads=self.threads, model_overrides=self.model_overrides,
                            rewarmup=self.rewarmup)
+
+    def __post_init__(self) -> None:
+        from transformer_viz.training.gpu_run.compiling import SCOPES
+
+        if self.compile_scope not in SCOPES:
+            raise ValueError(f"--compile-scope {self.compile_scope!r}: choose one of "
+                             f"{', '.join(SCOPES)}")
 
     @property
     def cooldown_seconds(self) -> float:
@@ -188,8 +199,10 @@ class BudgetedRun:
             self.examples += prepared.examples(split, src, tgt, cfg.max_len) * copies
         self.val_batches = loss_batches(prepared.examples("val", src, tgt, cfg.max_len), cfg)
         self.model = model = Transformer(cfg).to(device)
-        self.train_model = model  # what the updates run: the model, or the model compiled
-        self.compile_record: dict = {"compiled": False}  # for the manifest, with rc.compile
+        self.train_model = model  # what the updates call: the model, or the model compiled
+        self.uncompile = None  # while the updates run compiled: the function that undoes it
+        # for the manifest, with rc.compile
+        self.compile_record: dict = {"compiled": False, "scope": rc.compile_scope}
         self.optimizer = adam(model, device)
         self.scaler = torch.amp.GradScaler("cuda",
                                            enabled=device.type == "cuda" and rc.amp == "auto")
@@ -233,18 +246,20 @@ class BudgetedRun:
         """Greedy dev BLEU and Multi30k val loss now: a history row and a JSON line in the log.
         Minutes count from the first session, so that the rows of several read as one run."""
         from transformer_viz.training.common import validation_loss
+        from transformer_viz.training.gpu_run.compiling import eager
 
         rc, state, window = self.rc, self.state, self.window
         if self.device.type == "cuda":  # the window's updates end when the GPU has run them
             torch.cuda.synchronize()
         window_s = time.time() - window["start"]
-        scores = dev_scores(self.model, self.prepared, self.src, self.tgt, rc.eval_limit)
+        with eager():  # compiled layers (compile_scope "layers") run uncompiled here
+            scores = dev_scores(self.model, self.prepared, self.src, self.tgt, rc.eval_limit)
+            val_loss = validation_loss(self.model, self.val_batches, self.device,
+                                       rc.label_smoothing)
         elapsed = time.time() - self.t_train
         row = {"epoch": state.epoch, "step": state.step,
                "train_loss": float(window["loss"]) / max(window["steps"], 1),
-               "lr": self.optimizer.param_groups[0]["lr"],
-               "val_loss": validation_loss(self.model, self.val_batches, self.device,
-                                           rc.label_smoothing),
+               "lr": self.optimizer.param_groups[0]["lr"], "val_loss": val_loss,
                "val_bleu": scores["val"]["bleu"], "tatoeba_dev_bleu": scores["tatoeba_dev"]["bleu"],
                "tokens_per_s": self.tokens_seen / max(elapsed, 1e-9),
                "elapsed_s": self.seconds_before + elapsed, "dev_sentences": rc.eval_limit,
@@ -285,12 +300,14 @@ class BudgetedRun:
         return out
 
     def compiled(self):
-        """The model under torch.compile, compiled by one forward and backward pass on a training
-        batch whose B, S and T all differ (sizes equal by chance would be assumed equal, and the
-        first batch where they are not compiled again); the model itself where that fails."""
+        """What the updates call, compiled at rc.compile_scope (compiling.py) by one forward and
+        backward pass on a training batch whose B, S and T all differ (sizes equal by chance
+        would be assumed equal, and the first batch where they are not compiled again); the
+        model uncompiled where that fails."""
         from transformer_viz.models.losses import label_smoothed_loss
         from transformer_viz.text.corpora import make_batch, token_batches
         from transformer_viz.training.common import attention_kernel, autocast
+        from transformer_viz.training.gpu_run.compiling import compile_forward
 
         model, cfg, t_start = self.model, self.model.cfg, time.time()
         record = self.compile_record
@@ -303,7 +320,7 @@ class BudgetedRun:
                 break
         batch = batch.to(self.device)
         try:
-            compiled = torch.compile(model, dynamic=True)
+            compiled, self.uncompile = compile_forward(model, self.rc.compile_scope)
             with autocast(self.device, self.rc.amp), attention_kernel(self.device):
                 logits = compiled(batch.src, batch.tgt_in)  # (B, T, V)
             label_smoothed_loss(logits, batch.tgt_out, self.rc.label_smoothing,
@@ -312,13 +329,21 @@ class BudgetedRun:
             self.log(f"{self.rc.direction}: compiling failed ({_first_line(exc)}); training "
                      "uncompiled")
             record.update(failed=_first_line(exc), seconds=round(time.time() - t_start, 1))
+            self.stop_compiling()
             return model
         finally:
             model.zero_grad(set_to_none=True)
         record.update(compiled=True, seconds=round(time.time() - t_start, 1))
-        self.log(f"{self.rc.direction}: compiled in {time.time() - t_start:.1f} s on a batch "
-                 f"{tuple(batch.src.shape)} + {tuple(batch.tgt_in.shape)}")
+        self.log(f"{self.rc.direction}: compiled in {time.time() - t_start:.1f} s (scope "
+                 f"{self.rc.compile_scope}) on a batch {tuple(batch.src.shape)} + "
+                 f"{tuple(batch.tgt_in.shape)}")
         return compiled
+
+    def stop_compiling(self) -> None:
+        """From here on every call of the model runs uncompiled."""
+        if self.uncompile is not None:
+            self.uncompile()
+        self.uncompile, self.train_model = None, self.model
 
     def after_step(self, state, loss: torch.Tensor, n_tokens: int) -> bool:
         """run_epoch's hook: count the update; look at the dev sets every rc.eval_every steps.
@@ -353,9 +378,9 @@ class BudgetedRun:
                           self.examples, tc, state, self.device, False, 1, deadline=deadline,
                           after_step=self.after_step, cooldown_seconds=rc.cooldown_seconds)
             except Exception as exc:  # noqa: BLE001 (a compiler's failure: any exception)
-                if self.train_model is model:
+                if self.uncompile is None:
                     raise
-                self.train_model = model
+                self.stop_compiling()
                 self.log(f"{rc.direction}: a compiled update failed at step {state.step} "
                          f"({_first_line(exc)}); going on uncompiled")
                 self.compile_record["failed"] = _first_line(exc)
@@ -368,6 +393,7 @@ class BudgetedRun:
         if self.device.type == "cuda":  # the host may have queued work the device has not done
             torch.cuda.synchronize()
         train_s = time.time() - self.t_train
+        self.stop_compiling()  # what follows (the last evaluation, the sending) runs uncompiled
         if not self.history or self.history[-1]["step"] != state.step:
             self.evaluate()
         self.log(f"{rc.direction}: {state.step} steps, {state.epoch} whole epochs, "
