@@ -67,7 +67,10 @@ def main() -> int:
             env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
             done = subprocess.run([sys.executable, __file__, "--data", args.data, "--updates",
                                    str(args.updates), "--threads", str(args.threads), "--one",
-                                   scope], env=env, capture_output=True, text=True, check=True)
+                                   scope], env=env, capture_output=True, text=True)
+        if done.returncode:
+            print(f"{scope}: failed\n{done.stderr[-2000:]}", file=sys.stderr)
+            return 1
         print(done.stdout.strip().splitlines()[-1], flush=True)
     return 0
 

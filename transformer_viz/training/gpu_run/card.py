@@ -8,6 +8,7 @@ from pathlib import Path
 
 import torch
 
+from transformer_viz.training.gpu_run.compiling import SCOPES
 from transformer_viz.training.gpu_run.data import LANGS, TRAIN_SPLITS, Prepared
 from transformer_viz.training.gpu_run.resume import (sessions, steps_total, train_seconds_total,
                                                      whole_history)
@@ -88,10 +89,6 @@ def _hardware(manifest: dict, where: str) -> dict:
             "sessions": _session_lines(manifest)}
 
 
-_SCOPES = {"model": "the whole forward as one graph",
-           "layers": "each stack's layer forward, one graph its N layers share"}
-
-
 def _compiled(manifest: dict) -> str:
     """Whether the updates ran compiled (gpu_run train --compile), and what became of it."""
     record = manifest.get("compile")
@@ -100,7 +97,7 @@ def _compiled(manifest: dict) -> str:
     if not record["compiled"]:
         return f"compiling failed ({record.get('failed')}), so trained uncompiled"
     # manifests from before the scope was a choice compiled the whole forward
-    what = _SCOPES[record.get("scope", "model")]
+    what = SCOPES[record.get("scope", "model")]
     text = (f"torch.compile ({what}), dynamic shapes, compiled in {record['seconds']} s within "
             "the budget")
     if record.get("failed"):

@@ -23,7 +23,9 @@ from typing import Callable
 import torch
 from torch import nn
 
-SCOPES = ("layers", "model")
+# What one compiled graph covers, as the model card says it
+SCOPES = {"layers": "each stack's layer forward, one graph its N layers share",
+          "model": "the whole forward as one graph"}
 
 
 def compile_layers(model: nn.Module, **options) -> Callable[[], None]:
