@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 
+from transformer_viz.training.gpu_run.compiling import SCOPES, compile_forward, eager
 from transformer_viz.training.gpu_run.data import (DIRECTIONS, MANIFEST_SUFFIX, TRAIN_SPLITS,
                                                    Prepared, dev_scores, loss_batches)
 from transformer_viz.training.gpu_run.resume import (InitRefused, check_compatible, init_record,
@@ -78,8 +79,6 @@ class GpuRunConfig:
                            rewarmup=self.rewarmup)
 
     def __post_init__(self) -> None:
-        from transformer_viz.training.gpu_run.compiling import SCOPES
-
         if self.compile_scope not in SCOPES:
             raise ValueError(f"--compile-scope {self.compile_scope!r}: choose one of "
                              f"{', '.join(SCOPES)}")
@@ -246,7 +245,6 @@ class BudgetedRun:
         """Greedy dev BLEU and Multi30k val loss now: a history row and a JSON line in the log.
         Minutes count from the first session, so that the rows of several read as one run."""
         from transformer_viz.training.common import validation_loss
-        from transformer_viz.training.gpu_run.compiling import eager
 
         rc, state, window = self.rc, self.state, self.window
         if self.device.type == "cuda":  # the window's updates end when the GPU has run them
@@ -307,7 +305,6 @@ class BudgetedRun:
         from transformer_viz.models.losses import label_smoothed_loss
         from transformer_viz.text.corpora import make_batch, token_batches
         from transformer_viz.training.common import attention_kernel, autocast
-        from transformer_viz.training.gpu_run.compiling import compile_forward
 
         model, cfg, t_start = self.model, self.model.cfg, time.time()
         record = self.compile_record
