@@ -4,6 +4,7 @@ the fused Adam it uses updates the weights as the multi-tensor Adam does."""
 
 from __future__ import annotations
 
+import inspect
 import shutil
 import time
 from dataclasses import replace
@@ -184,6 +185,35 @@ def test_each_stack_s_layers_share_one_compiled_graph():
     model.train()
     model(src, tgt)
     assert backend.graphs == 4
+
+
+def test_every_layer_hands_the_compiled_forward_the_same_name(monkeypatch):
+    """compile_scope "layers": the compiled forwards are called with the name "" and no hooks by
+    every layer, so a torch that guards on the name (2.11 did, recompiling the base model's layers
+    one by one) still compiles one graph a stack; a call with hooks runs the plain forward, whose
+    hook points have their names. Outputs as the uncompiled model's."""
+    calls: list[tuple[str, str, object]] = []
+
+    def recording_compile(forward, **options):
+        def compiled(layer, *args, **kwargs):
+            bound = inspect.signature(forward).bind(layer, *args, **kwargs)
+            calls.append((type(layer).__name__, bound.arguments["name"], bound.arguments["hooks"]))
+            return forward(layer, *args, **kwargs)
+        return compiled
+
+    monkeypatch.setattr(torch, "compile", recording_compile)
+    torch.manual_seed(0)
+    cfg = preset("tiny", vocab_size=50, N=3, dropout=0.0, attn_dropout=0.0)
+    model, reference = Transformer(cfg).train(), Transformer(cfg).train()
+    reference.load_state_dict(model.state_dict())
+    compile_layers(model)
+    src, tgt = torch.randint(4, 50, (2, 5)), torch.randint(4, 50, (2, 4))  # (B, S), (B, T)
+    torch.testing.assert_close(model(src, tgt), reference(src, tgt))
+    assert sorted(calls) == sorted([("EncoderLayer", "", None)] * 3
+                                   + [("DecoderLayer", "", None)] * 3)
+    trace = Trace()
+    model(src, tgt, trace=trace)
+    assert len(calls) == 6 and "decoder.2.cross_attn.weights" in trace
 
 
 needs_compiler = pytest.mark.skipif(not (shutil.which("g++") or shutil.which("clang++")),
