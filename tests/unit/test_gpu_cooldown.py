@@ -75,7 +75,8 @@ def test_the_run_s_learning_rate_falls_to_zero_at_its_deadline(gpu_data, monkeyp
 
 
 @pytest.mark.parametrize("flag,value", [("--cooldown-from", "1.0"), ("--cooldown-from", "-0.1"),
-                                        ("--average-from", "1.5")])
+                                        ("--average-from", "1.5"),
+                                        ("--rollback-above", "-0.5")])
 def test_a_fraction_outside_the_budget_is_refused_in_one_line(gpu_data, tmp_path, capsys, flag,
                                                               value):
     code = main(["train", "--direction", "de-en", "--preset", "tiny", flag, value, "--data",
@@ -95,6 +96,21 @@ def test_the_card_names_the_cool_down_only_where_there_was_one():
     assert "from 70% of the 8.5-minute budget on, the learning rate falling linearly" in cooled
     del run["cooldown_from"]  # a manifest written before the flag existed
     assert "falling linearly" not in _training(manifest, cfg, ["join"])["recipe"]
+
+
+def test_the_card_names_each_rollback():
+    run = {"lr_factor": 0.447, "warmup": 800, "label_smoothing": 0.1, "amp": "bf16",
+           "minutes": 8.5, "rollback_above": 0.5}
+    manifest = {"run": run, "batch_tokens_used": 25000, "steps": 4000, "epochs": 3,
+                "command": "train_base.sh",
+                "history": [{"step": 500}, {"step": 1000, "rolled_back_to": 500}]}
+    cfg = types.SimpleNamespace(dropout=0.3)
+    recipe = _training(manifest, cfg, ["join"])["recipe"]
+    assert "by more than 0.5" in recipe and "(at step 1000 to step 500)" in recipe
+    manifest["history"].pop()
+    assert "(never needed)" in _training(manifest, cfg, ["join"])["recipe"]
+    del run["rollback_above"]  # a manifest written before the flag existed
+    assert "put back" not in _training(manifest, cfg, ["join"])["recipe"]
 
 
 def test_the_run_s_own_loop_cools_down_to_its_deadline(gpu_data):

@@ -216,6 +216,53 @@ def test_every_layer_hands_the_compiled_forward_the_same_name(monkeypatch):
     assert len(calls) == 6 and "decoder.2.cross_attn.weights" in trace
 
 
+def test_a_run_whose_val_loss_climbs_goes_back_to_its_lowest(gpu_data, monkeypatch):
+    """--rollback-above 0.5, val losses 5.0, 4.0, 4.4, 4.7 at four evaluations, one update
+    before each: at the fourth, the weights and Adam's moments of the second evaluation are back,
+    the learning rate is halved from then on, and the kept copy stays as it was while training
+    goes on (Adam would otherwise update it in place)."""
+    from transformer_viz.training import common
+    from transformer_viz.training.translation import learning_rate
+
+    losses = iter([5.0, 4.0, 4.4, 4.7])
+    monkeypatch.setattr(common, "validation_loss", lambda *_args: next(losses))
+    torch.manual_seed(0)
+    rc = replace(TINY, rollback_above=0.5, eval_limit=2)
+    logs: list[str] = []
+    run = BudgetedRun(rc, gpu_data, logs.append)
+    run.model.train()
+    batches = token_batches(run.examples, rc.batch_tokens, shuffle=True, seed=3)
+
+    def update(i: int) -> None:
+        run_epoch(run.model, run.model, run.optimizer, run.scaler, batches[i:i + 1], run.examples,
+                  run.tc, run.state, run.device, False, 1, after_step=run.after_step)
+
+    def adam_moments() -> list[torch.Tensor]:
+        return [run.optimizer.state[p]["exp_avg"].clone() for p in run.model.parameters()]
+
+    for i in range(4):
+        update(i)
+        run.evaluate()
+        run.model.train()
+        if i == 1:  # the lowest val loss
+            weights = {k: v.clone() for k, v in run.model.state_dict().items()}
+            moments = adam_moments()
+    assert [row.get("rolled_back_to") for row in run.history] == [None, None, None, 2]
+    for name, tensor in run.model.state_dict().items():
+        torch.testing.assert_close(tensor, weights[name], rtol=0, atol=0, msg=name)
+    for got, expected in zip(adam_moments(), moments):
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)
+    assert run.tc.lr_factor == rc.lr_factor / 2 == run.history[-1]["lr_factor"]
+    assert any("put back" in line and "step 2" in line for line in logs)
+    update(4)
+    cfg = run.model.cfg
+    assert run.optimizer.param_groups[0]["lr"] == pytest.approx(
+        learning_rate(run.state.step, cfg.d_model, rc.warmup, rc.lr_factor / 2))
+    kept = run.lowest["optimizer"]["state"][0]["exp_avg"]
+    torch.testing.assert_close(kept, moments[0], rtol=0, atol=0)
+    assert not torch.equal(run.optimizer.state[next(run.model.parameters())]["exp_avg"], kept)
+
+
 needs_compiler = pytest.mark.skipif(not (shutil.which("g++") or shutil.which("clang++")),
                                     reason="torch.compile on the CPU needs a C++ compiler")
 

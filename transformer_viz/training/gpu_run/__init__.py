@@ -26,8 +26,8 @@ from transformer_viz.training.gpu_run.cli import main
 from transformer_viz.training.gpu_run.data import (DEV_SETS, DIRECTIONS, LANGS, MANIFEST_SUFFIX,
                                                    TRAIN_SPLITS, Prepared, dev_scores, prepare)
 from transformer_viz.training.gpu_run.returned import BLEU_TOLERANCE, join
-from transformer_viz.training.gpu_run.train import (GpuRunConfig, fitting_batch_tokens,
-                                                    train_direction)
+from transformer_viz.training.gpu_run.probe import fitting_batch_tokens
+from transformer_viz.training.gpu_run.train import GpuRunConfig, train_direction
 
 __all__ = ["BLEU_TOLERANCE", "DEV_SETS", "DIRECTIONS", "LANGS", "MANIFEST_SUFFIX", "TRAIN_SPLITS",
            "GpuRunConfig", "Prepared", "dev_scores", "fitting_batch_tokens", "join", "main",

@@ -43,6 +43,13 @@ def _training(manifest: dict, cfg, commands: list[str]) -> dict:
     if run.get("cooldown_from"):  # manifests written before the cool-down have no such key
         recipe += (f"; from {run['cooldown_from']:.0%} of the {run['minutes']}-minute budget on, "
                    "the learning rate falling linearly to zero at its end")
+    if run.get("rollback_above"):
+        back = [f"at step {row['step']} to step {row['rolled_back_to']}"
+                for row in manifest["history"] if "rolled_back_to" in row]
+        recipe += (f"; at an evaluation whose Multi30k val loss exceeded the lowest so far by "
+                   f"more than {run['rollback_above']}, the weights and Adam's state of that "
+                   "evaluation put back and the learning rate halved ("
+                   + ("; ".join(back) if back else "never needed") + ")")
     if init:
         recipe += (f"; going on from the weights returned at step {init['steps']} (int8, as sent), "
                    f"the schedule going on from that step, Adam's moments from zero and the "

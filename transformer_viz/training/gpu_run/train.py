@@ -5,6 +5,7 @@ with a manifest of their SHA-256 hashes and of those scores."""
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from dataclasses import asdict, dataclass, field
@@ -15,6 +16,7 @@ import torch
 from transformer_viz.training.gpu_run.compiling import SCOPES, compile_forward, eager
 from transformer_viz.training.gpu_run.data import (DIRECTIONS, MANIFEST_SUFFIX, TRAIN_SPLITS,
                                                    Prepared, dev_scores, loss_batches)
+from transformer_viz.training.gpu_run.probe import fitting_batch_tokens
 from transformer_viz.training.gpu_run.resume import (InitRefused, check_compatible, init_record,
                                                      load_init, sessions, steps_total,
                                                      train_seconds_total)
@@ -64,6 +66,11 @@ class GpuRunConfig:
     # layers share, compiles the base model in about 40 % of the time of "model", the whole
     # forward.
     compile_scope: str = "layers"
+    # At an evaluation whose Multi30k val loss exceeds the lowest so far by more than this, the
+    # weights and Adam's state of that lowest evaluation are put back and the learning rate is
+    # halved for the rest of the run (0: off). A run that diverges (dropout 0.3 from scratch did,
+    # on 2026-11-28) would otherwise spend the rest of its budget, and of a GPU session, on nothing.
+    rollback_above: float = 0.0
     model_overrides: dict = field(default_factory=dict)
 
     def train_config(self):
@@ -82,68 +89,14 @@ class GpuRunConfig:
         if self.compile_scope not in SCOPES:
             raise ValueError(f"--compile-scope {self.compile_scope!r}: choose one of "
                              f"{', '.join(SCOPES)}")
+        if self.rollback_above < 0:
+            raise ValueError(f"--rollback-above is a rise in val loss, at least 0 (0: off), "
+                             f"not {self.rollback_above}")
 
     @property
     def cooldown_seconds(self) -> float:
         """The cool-down's length: the budget's last (1 - cooldown_from) part (0: none)."""
         return (1 - self.cooldown_from) * self.minutes * 60 if self.cooldown_from else 0.0
-
-
-def _fused_attention_runs(model, batch, amp: str) -> bool:
-    """Whether the model's forward pass runs with only the fused attention kernels allowed (flash,
-    memory-efficient, cuDNN; no math fallback), padding and causal masks included."""
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    from transformer_viz.training.common import autocast
-
-    fused = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION]
-    try:
-        with torch.no_grad(), autocast(batch.src.device, amp), sdpa_kernel(fused):
-            model(batch.src[:8], batch.tgt_in[:8])
-        return True
-    except RuntimeError as exc:
-        if isinstance(exc, torch.OutOfMemoryError):
-            raise
-        return False
-
-
-def fitting_batch_tokens(model, examples, batch_tokens: int, device, amp: str, log=print) -> int:
-    """The largest of batch_tokens, batch_tokens / 2, … for which the batch with the most padded
-    positions passes forward and backward on ``device`` (CUDA only; the CPU keeps batch_tokens)."""
-    from transformer_viz.models.losses import label_smoothed_loss
-    from transformer_viz.text.corpora import make_batch, token_batches
-    from transformer_viz.training.common import attention_kernel, autocast
-
-    if device.type != "cuda":
-        return batch_tokens
-    cfg = model.cfg
-
-    def padded(idx: list[int]) -> int:
-        return len(idx) * max(max(len(examples[i][0]), len(examples[i][1]) + 1) for i in idx)
-
-    while batch_tokens >= 1000:
-        worst = max(token_batches(examples, batch_tokens, shuffle=False), key=padded)
-        batch = make_batch([examples[i] for i in worst], cfg.pad_id, cfg.bos_id, cfg.eos_id)
-        batch = batch.to(device)
-        try:
-            fused = _fused_attention_runs(model, batch, amp)
-            with autocast(device, amp), attention_kernel(device):
-                logits = model(batch.src, batch.tgt_in)  # (B, T, V)
-            label_smoothed_loss(logits, batch.tgt_out, 0.1, cfg.pad_id).backward()
-            model.zero_grad(set_to_none=True)
-            log(f"batch of {batch_tokens} tokens fits: peak "
-                f"{torch.cuda.max_memory_allocated(device) / 2**30:.1f} GiB for the worst batch "
-                f"{tuple(batch.src.shape)} + {tuple(batch.tgt_in.shape)}; "
-                + ("fused attention kernels take the masked attention" if fused else
-                   "NO fused attention kernel takes it: PyTorch falls back to the math kernel"))
-            return batch_tokens
-        except torch.OutOfMemoryError:
-            model.zero_grad(set_to_none=True)
-            del batch
-            torch.cuda.empty_cache()
-            log(f"batch of {batch_tokens} tokens does not fit; halving")
-            batch_tokens //= 2
-    raise RuntimeError("not even a batch of 1,000 tokens fits")
 
 
 def _device(rc: GpuRunConfig) -> torch.device:
@@ -218,6 +171,9 @@ class BudgetedRun:
         self.window = {"loss": torch.zeros((), device=device), "steps": 0, "start": time.time()}
         self.average: dict[str, torch.Tensor] = {}  # running sum of the averaged weights
         self.average_steps: list[int] = []
+        # with rc.rollback_above: the evaluation with the lowest val loss, its weights and Adam's
+        # state (copies on the training device)
+        self.lowest: dict | None = None
         self.tokens_seen, self.t_train, self.seconds_before = 0, time.time(), 0.0
         if init:
             self.go_on_from(*init)
@@ -266,14 +222,44 @@ class BudgetedRun:
         if not window["steps"]:  # the weights as loaded, before any update of this session
             del row["train_loss"], row["lr"], row["updates_per_s"]
             row["before_update"] = True
-        elif rc.average_from and elapsed >= rc.average_from * rc.minutes * 60:
-            self.add_to_average()
+        else:
+            if rc.rollback_above:
+                self.roll_back_if_diverged(row)
+            if rc.average_from and elapsed >= rc.average_from * rc.minutes * 60:
+                self.add_to_average()
         self.history.append(row)
         window.update(loss=torch.zeros((), device=self.device), steps=0, start=time.time())
         rounded = {k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}
         if "lr" in row:  # about 3e-4: three decimals would print 0.0
             rounded["lr"] = float(f"{row['lr']:.3g}")
         self.log(json.dumps({"direction": rc.direction, **rounded}))
+
+    def roll_back_if_diverged(self, row: dict) -> None:
+        """rc.rollback_above: keep a copy of the weights and Adam's state at the lowest val loss
+        so far; at an evaluation above it by more than rc.rollback_above, put them back, halve
+        the learning rate from here on and drop the running average (it holds what diverged).
+        The step count goes on. The history row says so (``rolled_back_to``, ``lr_factor``)."""
+        lowest = self.lowest
+        if lowest is None or row["val_loss"] < lowest["val_loss"]:
+            self.lowest = {"val_loss": row["val_loss"], "step": row["step"],
+                           "model": {k: v.detach().clone()
+                                     for k, v in self.model.state_dict().items()},
+                           "optimizer": copy.deepcopy(self.optimizer.state_dict())}
+            return
+        if row["val_loss"] <= lowest["val_loss"] + self.rc.rollback_above:
+            return
+        self.model.load_state_dict(lowest["model"])
+        # a copy again: Adam adopts the tensors it is given and would update the kept ones
+        self.optimizer.load_state_dict(copy.deepcopy(lowest["optimizer"]))
+        self.tc.lr_factor /= 2
+        self.average.clear()
+        self.average_steps.clear()
+        row.update(rolled_back_to=lowest["step"], lr_factor=self.tc.lr_factor)
+        self.log(f"{self.rc.direction}: val loss {row['val_loss']:.3f} at step {row['step']}, "
+                 f"above the lowest ({lowest['val_loss']:.3f}, step {lowest['step']}) by more "
+                 f"than {self.rc.rollback_above}: the weights and Adam's state of step "
+                 f"{lowest['step']} put back, the learning rate halved (factor "
+                 f"{self.tc.lr_factor:.4g})")
 
     def add_to_average(self) -> None:
         """The weights now, added to the running sum (float32, on the training device)."""
