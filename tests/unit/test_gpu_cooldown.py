@@ -76,7 +76,9 @@ def test_the_run_s_learning_rate_falls_to_zero_at_its_deadline(gpu_data, monkeyp
 
 @pytest.mark.parametrize("flag,value", [("--cooldown-from", "1.0"), ("--cooldown-from", "-0.1"),
                                         ("--average-from", "1.5"),
-                                        ("--rollback-above", "-0.5")])
+                                        ("--rollback-above", "-0.5"),
+                                        ("--late-dropout", "1.0"),
+                                        ("--late-dropout-from", "1.0")])
 def test_a_fraction_outside_the_budget_is_refused_in_one_line(gpu_data, tmp_path, capsys, flag,
                                                               value):
     code = main(["train", "--direction", "de-en", "--preset", "tiny", flag, value, "--data",
@@ -130,3 +132,19 @@ def test_the_run_s_own_loop_cools_down_to_its_deadline(gpu_data):
     assert len(ratios) >= 5 and ratios[0] == pytest.approx(1.0) and ratios[-1] < 0.5
     falling = ratios[next(i for i, r in enumerate(ratios) if r < 1):]
     assert all(b <= a for a, b in zip(falling, falling[1:]))
+
+
+def test_the_card_names_the_late_dropout_where_there_was_one():
+    run = {"lr_factor": 0.447, "warmup": 800, "label_smoothing": 0.1, "amp": "bf16",
+           "minutes": 8.5, "late_dropout_from": 0.25}
+    manifest = {"run": run, "batch_tokens_used": 25000, "steps": 4000, "epochs": 3,
+                "command": "train_base.sh",
+                "late_dropout": {"rate": 0.3, "from_step": 1234, "after_s": 127.5}}
+    cfg = types.SimpleNamespace(dropout=0.1)
+    recipe = _training(manifest, cfg, ["join"])["recipe"]
+    assert "dropout 0.1," in recipe
+    assert "; dropout 0.3 from step 1234 on (25% of the budget)" in recipe
+    manifest["late_dropout"] = None  # off
+    assert "from step" not in _training(manifest, cfg, ["join"])["recipe"]
+    del manifest["late_dropout"]  # a manifest written before the flag existed
+    assert "from step" not in _training(manifest, cfg, ["join"])["recipe"]

@@ -258,9 +258,54 @@ def test_a_run_whose_val_loss_climbs_goes_back_to_its_lowest(gpu_data, monkeypat
     cfg = run.model.cfg
     assert run.optimizer.param_groups[0]["lr"] == pytest.approx(
         learning_rate(run.state.step, cfg.d_model, rc.warmup, rc.lr_factor / 2))
-    kept = run.lowest["optimizer"]["state"][0]["exp_avg"]
+    kept = run.lowest.kept["optimizer"]["state"][0]["exp_avg"]
     torch.testing.assert_close(kept, moments[0], rtol=0, atol=0)
     assert not torch.equal(run.optimizer.state[next(run.model.parameters())]["exp_avg"], kept)
+
+
+def test_late_dropout_switches_every_dropout_when_its_time_comes(gpu_data, monkeypatch):
+    """--late-dropout 0.5: the tiny preset's dropout (0) holds until the clock reaches the switch,
+    then every dropout of the model is 0.5 from the next step on: two training passes on the same
+    batch, equal before, differ after. The record says from which step."""
+    import types
+
+    from transformer_viz.training.gpu_run import train as train_module
+
+    now = [99.0]
+    monkeypatch.setattr(train_module, "time", types.SimpleNamespace(time=lambda: now[0]))
+    rc = replace(TINY, late_dropout=0.5)
+    logs: list[str] = []
+    run = BudgetedRun(rc, gpu_data, logs.append)
+    run.t_train, run.late_dropout_at = 0.0, 100.0
+    run.model.train()
+    batches = token_batches(run.examples, rc.batch_tokens, shuffle=True, seed=3)
+    cfg = run.model.cfg
+    batch = make_batch([run.examples[i] for i in batches[0]], cfg.pad_id, cfg.bos_id, cfg.eos_id)
+
+    def update(i: int) -> None:
+        run_epoch(run.model, run.model, run.optimizer, run.scaler, batches[i:i + 1], run.examples,
+                  run.tc, run.state, run.device, False, 1, after_step=run.after_step)
+
+    def two_passes_agree() -> bool:
+        with torch.no_grad():
+            return torch.equal(run.model(batch.src, batch.tgt_in),
+                               run.model(batch.src, batch.tgt_in))
+
+    dropouts = [m for m in run.model.modules() if isinstance(m, torch.nn.Dropout)]
+    update(0)
+    update(1)
+    assert run.late_dropout_record is None and two_passes_agree()
+    assert {m.p for m in dropouts} == {0.0}
+    now[0] = 100.0
+    update(2)
+    assert run.late_dropout_record == {"rate": 0.5, "from_step": 4, "after_s": 100.0}
+    # the embeddings' (one for both sides), two a layer in the encoder, three in the decoder
+    assert len(dropouts) == 1 + 2 * cfg.N + 3 * cfg.N and {m.p for m in dropouts} == {0.5}
+    assert not two_passes_agree()
+    assert any("dropout 0.5 from step 4 on" in line for line in logs)
+    now[0] = 200.0
+    update(3)  # once only
+    assert run.late_dropout_record["from_step"] == 4
 
 
 needs_compiler = pytest.mark.skipif(not (shutil.which("g++") or shutil.which("clang++")),

@@ -111,6 +111,16 @@ def attention_kernel(device: torch.device):
 
 
 @torch.no_grad()
+def set_dropout(model: torch.nn.Module, p: float) -> int:
+    """Every ``nn.Dropout`` of ``model`` at rate ``p`` from now on (the Transformer's: on the
+    embeddings and on every sublayer's output; its attention dropout, a config field of its own,
+    stays). Returns how many there are."""
+    dropouts = [m for m in model.modules() if isinstance(m, torch.nn.Dropout)]
+    for dropout in dropouts:
+        dropout.p = p
+    return len(dropouts)
+
+
 def validation_loss(model: Transformer, batches: list[Batch], device, smoothing: float) -> float:
     model.eval()
     total, count = 0.0, 0

@@ -43,6 +43,10 @@ def _training(manifest: dict, cfg, commands: list[str]) -> dict:
     if run.get("cooldown_from"):  # manifests written before the cool-down have no such key
         recipe += (f"; from {run['cooldown_from']:.0%} of the {run['minutes']}-minute budget on, "
                    "the learning rate falling linearly to zero at its end")
+    late = manifest.get("late_dropout")  # None where off; no key in older manifests
+    if late:
+        recipe += (f"; dropout {late['rate']} from step {late['from_step']} on "
+                   f"({run['late_dropout_from']:.0%} of the budget)")
     if run.get("rollback_above"):
         back = [f"at step {row['step']} to step {row['rolled_back_to']}"
                 for row in manifest["history"] if "rolled_back_to" in row]

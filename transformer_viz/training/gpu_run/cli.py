@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             print(f"gpu_run train: {exc}", file=sys.stderr)
             return 2
-        for name in ("average_from", "cooldown_from"):  # fractions of the budget
+        for name in ("average_from", "cooldown_from", "late_dropout_from"):  # of the budget
             if not 0 <= getattr(rc, name) < 1:
                 print(f"gpu_run train: --{name.replace('_', '-')} is a fraction of the budget, "
                       f"at least 0 and below 1, not {getattr(rc, name)}", file=sys.stderr)

@@ -5,7 +5,6 @@ with a manifest of their SHA-256 hashes and of those scores."""
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 from dataclasses import asdict, dataclass, field
@@ -20,6 +19,7 @@ from transformer_viz.training.gpu_run.probe import fitting_batch_tokens
 from transformer_viz.training.gpu_run.resume import (InitRefused, check_compatible, init_record,
                                                      load_init, sessions, steps_total,
                                                      train_seconds_total)
+from transformer_viz.training.gpu_run.rollback import Lowest
 
 
 @dataclass
@@ -57,6 +57,13 @@ class GpuRunConfig:
     # From this fraction of the budget on, the learning rate falls linearly to zero at its end
     # (run_epoch's cooldown_seconds), so that the weights sent have settled (0: off).
     cooldown_from: float = 0.0
+    # From this fraction of the budget on (late_dropout_from), every dropout of the model is
+    # late_dropout instead of the preset's (0: off): "late dropout". Dropout 0.1 lets the Post-LN
+    # base model leave its first plateau (0.3 from scratch diverged on the GPU, 2026-11-28); a
+    # higher rate later keeps it from memorising Multi30k (at 0.1 going on did, run A; at 0.3 the
+    # val loss held, run B). With --compile the layers compile again once, at the switch.
+    late_dropout: float = 0.0
+    late_dropout_from: float = 0.25
     # torch.compile the training passes (dynamic shapes: one graph for every batch shape), so
     # that the host launches fewer, fused kernels per update. Compiled inside the budget on one
     # training batch; where compiling or a compiled update fails, the run goes on uncompiled and
@@ -89,6 +96,9 @@ class GpuRunConfig:
         if self.compile_scope not in SCOPES:
             raise ValueError(f"--compile-scope {self.compile_scope!r}: choose one of "
                              f"{', '.join(SCOPES)}")
+        if not 0 <= self.late_dropout < 1:
+            raise ValueError(f"--late-dropout is a dropout rate, at least 0 (0: off) and below 1, "
+                             f"not {self.late_dropout}")
         if self.rollback_above < 0:
             raise ValueError(f"--rollback-above is a rise in val loss, at least 0 (0: off), "
                              f"not {self.rollback_above}")
@@ -171,9 +181,10 @@ class BudgetedRun:
         self.window = {"loss": torch.zeros((), device=device), "steps": 0, "start": time.time()}
         self.average: dict[str, torch.Tensor] = {}  # running sum of the averaged weights
         self.average_steps: list[int] = []
-        # with rc.rollback_above: the evaluation with the lowest val loss, its weights and Adam's
-        # state (copies on the training device)
-        self.lowest: dict | None = None
+        self.lowest = Lowest(rc.rollback_above)  # used with rc.rollback_above
+        # with rc.late_dropout: when (time.time()) the dropout changes, and then the record of it
+        self.late_dropout_at: float | None = None
+        self.late_dropout_record: dict | None = None
         self.tokens_seen, self.t_train, self.seconds_before = 0, time.time(), 0.0
         if init:
             self.go_on_from(*init)
@@ -235,31 +246,20 @@ class BudgetedRun:
         self.log(json.dumps({"direction": rc.direction, **rounded}))
 
     def roll_back_if_diverged(self, row: dict) -> None:
-        """rc.rollback_above: keep a copy of the weights and Adam's state at the lowest val loss
-        so far; at an evaluation above it by more than rc.rollback_above, put them back, halve
-        the learning rate from here on and drop the running average (it holds what diverged).
-        The step count goes on. The history row says so (``rolled_back_to``, ``lr_factor``)."""
-        lowest = self.lowest
-        if lowest is None or row["val_loss"] < lowest["val_loss"]:
-            self.lowest = {"val_loss": row["val_loss"], "step": row["step"],
-                           "model": {k: v.detach().clone()
-                                     for k, v in self.model.state_dict().items()},
-                           "optimizer": copy.deepcopy(self.optimizer.state_dict())}
+        """rc.rollback_above (rollback.Lowest): where the weights went back, the learning rate
+        halves from here on and the running average goes (it holds what diverged). The step
+        count goes on; the history row says so (``rolled_back_to``, ``lr_factor``)."""
+        back = self.lowest.roll_back(self.model, self.optimizer, row["step"], row["val_loss"])
+        if back is None:
             return
-        if row["val_loss"] <= lowest["val_loss"] + self.rc.rollback_above:
-            return
-        self.model.load_state_dict(lowest["model"])
-        # a copy again: Adam adopts the tensors it is given and would update the kept ones
-        self.optimizer.load_state_dict(copy.deepcopy(lowest["optimizer"]))
         self.tc.lr_factor /= 2
         self.average.clear()
         self.average_steps.clear()
-        row.update(rolled_back_to=lowest["step"], lr_factor=self.tc.lr_factor)
+        row.update(rolled_back_to=back["step"], lr_factor=self.tc.lr_factor)
         self.log(f"{self.rc.direction}: val loss {row['val_loss']:.3f} at step {row['step']}, "
-                 f"above the lowest ({lowest['val_loss']:.3f}, step {lowest['step']}) by more "
-                 f"than {self.rc.rollback_above}: the weights and Adam's state of step "
-                 f"{lowest['step']} put back, the learning rate halved (factor "
-                 f"{self.tc.lr_factor:.4g})")
+                 f"above the lowest ({back['val_loss']:.3f}, step {back['step']}) by more than "
+                 f"{self.rc.rollback_above}: the weights and Adam's state of step {back['step']} "
+                 f"put back, the learning rate halved (factor {self.tc.lr_factor:.4g})")
 
     def add_to_average(self) -> None:
         """The weights now, added to the running sum (float32, on the training device)."""
@@ -335,9 +335,23 @@ class BudgetedRun:
         self.window["loss"] += loss
         self.window["steps"] += 1
         self.tokens_seen += n_tokens
+        if self.late_dropout_at is not None and time.time() >= self.late_dropout_at:
+            self.switch_dropout(state.step + 1)
         if self.rc.eval_every and state.step % self.rc.eval_every == 0:
             self.evaluate()
         return False
+
+    def switch_dropout(self, from_step: int) -> None:
+        """rc.late_dropout in every dropout of the model, from ``from_step`` on."""
+        from transformer_viz.training.common import set_dropout
+
+        rc = self.rc
+        set_dropout(self.model, rc.late_dropout)
+        self.late_dropout_at = None
+        self.late_dropout_record = {"rate": rc.late_dropout, "from_step": from_step,
+                                    "after_s": round(time.time() - self.t_train, 1)}
+        self.log(f"{rc.direction}: dropout {rc.late_dropout} from step {from_step} on "
+                 f"({rc.late_dropout_from:.0%} of the budget)")
 
     def train(self) -> float:
         """Epochs of run_epoch until rc.minutes have passed; returns the training seconds."""
@@ -347,6 +361,8 @@ class BudgetedRun:
         rc, tc, state, model = self.rc, self.tc, self.state, self.model
         self.t_train = time.time()
         deadline = self.t_train + rc.minutes * 60
+        if rc.late_dropout:
+            self.late_dropout_at = self.t_train + rc.late_dropout_from * rc.minutes * 60
         if self.previous:  # proof in the log that the returned weights score as they did there
             self.evaluate()
         model.train()
@@ -449,6 +465,7 @@ class BudgetedRun:
             "torch": torch.__version__, "data": self.prepared.manifest["sha256"],
             "dev_scores_as_sent": final, "selection": selection, "files": files,
             "compile": self.compile_record if rc.compile else None,
+            "late_dropout": self.late_dropout_record,
             "command": command, "seconds": seconds}
         if self.previous:
             out["init_from"] = init_record(rc.init_from, self.previous)
