@@ -111,14 +111,13 @@ def attention_kernel(device: torch.device):
 
 
 @torch.no_grad()
-def set_dropout(model: torch.nn.Module, p: float) -> int:
+def set_dropout(model: torch.nn.Module, p: float) -> None:
     """Every ``nn.Dropout`` of ``model`` at rate ``p`` from now on (the Transformer's: on the
     embeddings and on every sublayer's output; its attention dropout, a config field of its own,
-    stays). Returns how many there are."""
-    dropouts = [m for m in model.modules() if isinstance(m, torch.nn.Dropout)]
-    for dropout in dropouts:
-        dropout.p = p
-    return len(dropouts)
+    stays)."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = p
 
 
 def validation_loss(model: Transformer, batches: list[Batch], device, smoothing: float) -> float:
