@@ -299,3 +299,28 @@ def test_train_refuses_half_a_cool_down_in_one_line(tmp_path, capsys):
     assert code == 2 and not out and err.count("\n") == 1
     assert "--cooldown-start and --cooldown-steps go together" in err
     assert not run_dir.exists()  # refused before reading data or writing anything
+
+
+def test_the_validation_loss_records_no_autograd_graph():
+    """validation_loss runs every forward pass without autograd (a graph for the whole val set
+    would only cost memory and time), puts the model back in training mode, and returns the
+    label-smoothed loss per target token of the batches."""
+    from transformer_viz.models.losses import label_smoothed_loss
+    from transformer_viz.models.transformer.config import preset
+    from transformer_viz.models.transformer.model import Transformer
+    from transformer_viz.training.common import validation_loss
+
+    torch.manual_seed(0)
+    model = Transformer(preset("tiny", vocab_size=40)).train()
+    grad_seen: list[bool] = []
+    model.register_forward_hook(lambda *_args: grad_seen.append(torch.is_grad_enabled()))
+    examples = [([5, 6, 7], [8, 9]), ([10, 11], [12, 13, 14])]
+    cfg = model.cfg
+    batch = make_batch(examples, cfg.pad_id, cfg.bos_id, cfg.eos_id)
+    loss = validation_loss(model, [batch], torch.device("cpu"), 0.1)
+    assert grad_seen == [False] and model.training
+    model.eval()
+    with torch.no_grad():
+        total = label_smoothed_loss(model(batch.src, batch.tgt_in), batch.tgt_out, 0.1,
+                                    cfg.pad_id, reduction="sum")
+    assert loss == pytest.approx(total.item() / batch.n_tokens)

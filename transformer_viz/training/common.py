@@ -110,7 +110,6 @@ def attention_kernel(device: torch.device):
     return contextlib.nullcontext()
 
 
-@torch.no_grad()
 def set_dropout(model: torch.nn.Module, p: float) -> None:
     """Every ``nn.Dropout`` of ``model`` at rate ``p`` from now on (the Transformer's: on the
     embeddings and on every sublayer's output; its attention dropout, a config field of its own,
@@ -120,6 +119,7 @@ def set_dropout(model: torch.nn.Module, p: float) -> None:
             module.p = p
 
 
+@torch.no_grad()
 def validation_loss(model: Transformer, batches: list[Batch], device, smoothing: float) -> float:
     model.eval()
     total, count = 0.0, 0
