@@ -50,6 +50,22 @@ def test_float16_round_trip_is_close(tiny_model, tokenizer, tmp_path):
     assert torch.equal(got.argmax(-1), expected.argmax(-1))
 
 
+def test_the_unique_state_dict_holds_each_tied_tensor_once_and_copies_nothing(tiny_model):
+    """unique_state_dict: the model's own tensors (training keeps its copies of them on the
+    training device), each tied tensor under one name; state_dict_for_saving writes the same
+    names and values."""
+    from transformer_viz.checkpoints import state_dict_for_saving, unique_state_dict
+
+    state, unique = tiny_model.state_dict(), unique_state_dict(tiny_model)
+    params = dict(tiny_model.named_parameters())  # shared parameters under their first name
+    assert tiny_model.cfg.tie_embeddings and len(unique) < len(state)
+    assert set(params) <= set(unique) and len(set(state) - set(unique)) == 1
+    assert all(unique[name].data_ptr() == p.data_ptr() for name, p in params.items())
+    saved = state_dict_for_saving(tiny_model)
+    assert list(saved) == list(unique)
+    assert all(torch.equal(saved[name], t) for name, t in unique.items())
+
+
 def test_load_in_bfloat16(checkpoint_dir, tiny_model):
     ckpt = load_checkpoint(checkpoint_dir, dtype="bfloat16")
     assert {p.dtype for p in ckpt.model.parameters()} == {torch.bfloat16}

@@ -26,4 +26,5 @@ from transformer_viz.checkpoints.save import (  # noqa: F401
                                               save_checkpoint,
                                               save_image_model,
                                               state_dict_for_saving,
+                                              unique_state_dict,
 )

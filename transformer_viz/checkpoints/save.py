@@ -18,16 +18,23 @@ if TYPE_CHECKING:
     from transformer_viz.models.transformer.model import Transformer
 
 
-def state_dict_for_saving(model: Transformer) -> dict[str, torch.Tensor]:
-    # Tied embeddings appear under several names; safetensors stores each tensor once.
-    seen: dict[int, str] = {}
+def unique_state_dict(model: Transformer) -> dict[str, torch.Tensor]:
+    """The model's state dict with each tensor under its first name only, where the model holds
+    it (no copy): tied embeddings appear under several names, and safetensors stores each tensor
+    once. Training keeps its copies of the weights on the training device from this."""
+    seen: set[int] = set()
     out = {}
     for name, tensor in model.state_dict().items():
         if tensor.data_ptr() in seen:
             continue
-        seen[tensor.data_ptr()] = name
-        out[name] = tensor.detach().cpu().contiguous()
+        seen.add(tensor.data_ptr())
+        out[name] = tensor.detach()
     return out
+
+
+def state_dict_for_saving(model: Transformer) -> dict[str, torch.Tensor]:
+    """unique_state_dict on the CPU, contiguous, as safetensors writes it."""
+    return {name: t.cpu().contiguous() for name, t in unique_state_dict(model).items()}
 
 
 def save_checkpoint(directory: str | Path, model: Transformer, tokenizer,

@@ -24,13 +24,13 @@ class Lowest:
         """After an evaluation: keep the weights if ``val_loss`` is the lowest yet; put the kept
         ones back if it is above the lowest by more than ``above``. Returns the kept evaluation
         ({"step", "val_loss"}) when it rolled back, else None."""
-        from transformer_viz.checkpoints import state_dict_for_saving
+        from transformer_viz.checkpoints import unique_state_dict
 
         kept = self.kept
         if kept is None or val_loss < kept["val_loss"]:
-            weights = state_dict_for_saving(model)  # tied weights once
+            weights = unique_state_dict(model)  # tied weights once, on their device
             self.kept = {"val_loss": val_loss, "step": step,
-                         "model": {k: v.detach().clone() for k, v in weights.items()},
+                         "model": {k: v.clone() for k, v in weights.items()},
                          "optimizer": copy.deepcopy(optimizer.state_dict())}
             return None
         if val_loss <= kept["val_loss"] + self.above:

@@ -191,14 +191,14 @@ class BudgetedRun:
 
     def go_on_from(self, previous: dict, compact: dict) -> None:
         """The returned weights put back, exactly; the step and epoch counts go on from theirs."""
-        from transformer_viz.checkpoints import state_dict_for_saving
+        from transformer_viz.checkpoints import unique_state_dict
         from transformer_viz.checkpoints.compact import dequantise
         from transformer_viz.training.common import TrainState
 
         model = self.model
         check_compatible(previous, model.cfg.to_dict(), self.prepared.manifest["sha256"])
         missing, unexpected = model.load_state_dict(dequantise(compact), strict=False)
-        tied = set(model.state_dict()) - set(state_dict_for_saving(model))
+        tied = set(model.state_dict()) - set(unique_state_dict(model))
         if unexpected or set(missing) - tied:
             raise InitRefused(f"--init-from: the shards do not fit the model ({unexpected} "
                               f"unexpected, {sorted(set(missing) - tied)} missing)")
@@ -263,21 +263,21 @@ class BudgetedRun:
 
     def add_to_average(self) -> None:
         """The weights now, added to the running sum (float32, on the training device)."""
-        from transformer_viz.checkpoints import state_dict_for_saving
+        from transformer_viz.checkpoints import unique_state_dict
 
-        for name, tensor in state_dict_for_saving(self.model).items():
+        for name, tensor in unique_state_dict(self.model).items():
             if name in self.average:
-                self.average[name].add_(tensor.detach().float())
+                self.average[name].add_(tensor.float())
             else:
-                self.average[name] = tensor.detach().float().clone()
+                self.average[name] = tensor.float().clone()
         self.average_steps.append(self.state.step)
 
     def candidates(self) -> dict[str, dict[str, torch.Tensor]]:
         """The weights that may be sent: the last, and the average where it holds two points."""
-        from transformer_viz.checkpoints import state_dict_for_saving
+        from transformer_viz.checkpoints import unique_state_dict
 
-        last = state_dict_for_saving(self.model)
-        out = {"last": {k: v.detach().clone() for k, v in last.items()}}
+        last = unique_state_dict(self.model)
+        out = {"last": {k: v.clone() for k, v in last.items()}}
         if len(self.average_steps) >= 2:
             n = len(self.average_steps)
             out["average"] = {k: v / n for k, v in self.average.items()}
