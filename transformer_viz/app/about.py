@@ -14,8 +14,12 @@ from transformer_viz.checkpoints import CheckpointError, load_config, load_metad
 from transformer_viz.checkpoints.cards import length_entries
 from transformer_viz.generation.decoding_defaults import (GenerationDefaults,
                                                          load_generation_defaults)
-from transformer_viz.models.transformer.config import ModelConfig
+from transformer_viz.models.transformer.config import PRESETS, ModelConfig
 from transformer_viz.text.language_stats import LanguageStats, direction_name, load_language_stats
+
+# The paper's base model (Table 3). A checkpoint of its size is named so in the sidebar and listed
+# after the smaller ones: the default stays a small model, which answers a new sentence fastest.
+PAPER_SIZE = {key: PRESETS["base"][key] for key in ("d_model", "d_ff", "h", "N")}
 
 # How the model card names each training corpus, for the one line that says what a model knows.
 CORPUS_DESCRIPTIONS = {"Multi30k": "picture captions (Multi30k)",
@@ -61,25 +65,57 @@ def direction_label(name: str) -> str:
     return direction_name(metadata["src_lang"], metadata["tgt_lang"])
 
 
-def transformer_for(src_lang: str | None, tgt_lang: str | None) -> str | None:
-    """The (first) Transformer checkpoint that translates src_lang → tgt_lang."""
-    for name in sorted(list_checkpoints()):
+def is_paper_size(name: str) -> bool:
+    """Whether a checkpoint has the paper's base shapes (d_model 512, d_ff 2048, h 8, N 6); False
+    for one whose config cannot be read."""
+    try:
+        cfg = checkpoint_info(name)[0]
+    except CheckpointError:
+        return False
+    return all(getattr(cfg, key, None) == value for key, value in PAPER_SIZE.items())
+
+
+def model_label(name: str) -> str:
+    """The sidebar's name for a checkpoint: its direction, and for one of the paper's base size
+    'German → English · paper size: 512 × 6 layers'."""
+    if not is_paper_size(name):
+        return direction_label(name)
+    size = f"{PAPER_SIZE['d_model']} × {PAPER_SIZE['N']} layers"
+    return f"{direction_label(name)} · paper size: {size}"
+
+
+def checkpoints_in_order() -> list[str]:
+    """The Transformer checkpoints' names as the sidebar offers them: by name, those of the paper's
+    base size after the others. The first is the app's default."""
+    return sorted(list_checkpoints(), key=lambda name: (is_paper_size(name), name))
+
+
+def transformer_for(src_lang: str | None, tgt_lang: str | None,
+                    like: str | None = None) -> str | None:
+    """The first Transformer checkpoint, in the sidebar's order, that translates src_lang →
+    tgt_lang; with ``like``, one of that checkpoint's size (paper size or not) when there is one."""
+    found = []
+    for name in checkpoints_in_order():
         try:
             metadata = checkpoint_info(name)[1]
         except CheckpointError:
             continue
         if (metadata.get("src_lang"), metadata.get("tgt_lang")) == (src_lang, tgt_lang):
-            return name
-    return None
+            found.append(name)
+    if like is not None:
+        same_size = [name for name in found if is_paper_size(name) == is_paper_size(like)]
+        found = same_size or found
+    return found[0] if found else None
 
 
 def reverse_checkpoint(name: str) -> str | None:
-    """The checkpoint that translates the other way (en-de for de-en), when there is one."""
+    """The checkpoint that translates the other way (en-de for de-en), of the same size when there
+    is one."""
     try:
         metadata = checkpoint_info(name)[1]
     except CheckpointError:
         return None
-    return transformer_for(metadata.get("tgt_lang"), metadata.get("src_lang"))
+    return transformer_for(metadata.get("tgt_lang"), metadata.get("src_lang"), like=name)
 
 
 def training_data_line(metadata: dict) -> str:

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from transformer_viz.app import heads_view, widgets
+from transformer_viz.app import heads_view, on_request, widgets
 from transformer_viz.app.context import Selection
 from transformer_viz.interpret import explain as X
 from transformer_viz.plots.common import DIVERGING, heatmap, token_labels
@@ -34,6 +34,10 @@ def source_step(sel: Selection, run) -> None:
     m = st.select_slider("Integration steps m (Gauss–Legendre nodes α_k, weights w_k)",
                          [8, 16, 32, 64],
                          value=X.IG_STEPS, key="heads_ig_steps")
+    if not on_request.wanted(sel, run.config, "heads_ig", "Compute the attributions",
+                             f"Integrated gradients: one batched forward and backward pass over "
+                             f"m = {m} steps × {len(run.tgt_ids)} target positions."):
+        return
     ig, delta, gxi = heads_view.attributions(sel.checkpoint, sel.sentence, m)
     gap = float(np.abs(ig.sum(-1) - delta).sum() / np.abs(delta).sum())
     st.markdown("e: the source tokens' embeddings E[x]·√d_model; baseline e′ = 0 (positions "

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import streamlit as st
 
-from transformer_viz.app import heads_view, loaders, url, widgets
+from transformer_viz.app import heads_view, loaders, on_request, url, widgets
 from transformer_viz.app.shared import shared_resource
 from transformer_viz.app.sidebar import Selection
 from transformer_viz.interpret.ablation import KIND_NAMES, KINDS
@@ -90,8 +90,12 @@ def cards_step(sel: Selection, names: list[str]) -> None:
                 "weight, *mixed* ones follow no pattern. A type is what a head does on this "
                 "sentence, not what it is needed for: the card sets it beside the cost of "
                 "switching it off.")
-    found = cards(sel.checkpoint, sel.sentence)
     cfg = loaders.get_run(sel.checkpoint, sel.sentence).config
+    if not on_request.wanted(sel, cfg, "heads_cards", "Write every head's card",
+                             "A card needs every head switched off alone (step 1) and the "
+                             "integrated gradients (step 3)."):
+        return
+    found = cards(sel.checkpoint, sel.sentence)
     types = np.array([c.type for c in found], dtype=object).reshape(len(KINDS), cfg.N, cfg.h)
     fig = widgets.cached_figure(head_type_figure, types, TYPES, KINDS,
                                 title="What each head does on this sentence: its type")

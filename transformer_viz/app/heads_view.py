@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from transformer_viz.app import loaders, url
+from transformer_viz.app import loaders, on_request, url, widgets
 from transformer_viz.app.shared import shared_resource
 from transformer_viz.app.sidebar import Selection
+from transformer_viz.plots.heads import head_drop_figure
 
 OFF_PARAM = "off"  # the URL's heads switched off
 OFF_KEY = "heads_off"  # the page's multiselect
@@ -33,20 +34,44 @@ def heads_off_choice(sel: Selection, names: list[str]) -> list[str]:
 
 
 @st.cache_resource(show_spinner="Switching heads off…", max_entries=64, ttl=3600)
-def heads_numbers(checkpoint: str, sentence: str, heads_off: tuple[str, ...]):
-    """The ablation bars, both probabilities per token and the logit lens (one batched pass), and
-    the greedy translation with ``heads_off`` off (IDs and text)."""
+def heads_numbers(checkpoint: str, sentence: str, heads_off: tuple[str, ...],
+                  each_head: bool = True):
+    """The ablation bars (``each_head``: else drops None), both probabilities per token and the
+    logit lens (one batched pass), and the greedy translation with ``heads_off`` off (IDs and
+    text)."""
     from transformer_viz.interpret.ablation import parse_heads
     from transformer_viz.interpret.explain import heads_run, translation_with_heads_off
 
     ckpt, run = loaders.get_checkpoint(checkpoint), loaders.get_run(checkpoint, sentence)
     heads = parse_heads(heads_off, ckpt.config)
-    numbers = heads_run(ckpt.model, run.src_ids, run.tgt_ids, heads)
+    numbers = heads_run(ckpt.model, run.src_ids, run.tgt_ids, heads, each_head=each_head)
     if heads:
         off = translation_with_heads_off(ckpt, run.src_ids, heads)
     else:
         off = (run.tgt_ids[1:], run.translation)
     return numbers, off
+
+
+def drops_part(sel: Selection, cfg, names: list[str], off: tuple[str, ...], numbers) -> None:
+    """Step 1's bars of each head switched off alone and the line on those that matter most;
+    ``numbers`` without them (a large model's) get them once the reader asks (app/on_request.py)."""
+    from transformer_viz.interpret.explain import most_important_text
+
+    if numbers.drops is None and on_request.wanted(
+            sel, cfg, "heads_drops", f"Switch each of the {len(names)} heads off in turn",
+            f"The bars switch each head off alone: one batched pass of {len(names)} rows."):
+        numbers, _ = heads_numbers(sel.checkpoint, sel.sentence, off)
+    if numbers.drops is None:
+        return
+    fig = widgets.cached_figure(head_drop_figure, names, numbers.drops, off,
+                                title="How much log p(translation) falls when one head alone "
+                                "is off")
+    widgets.chart(fig, {"head": names, "drop (nats)": numbers.drops}, "heads-drops",
+                  caption="All 3·N·h heads in one batched forward pass: batch row r has head r "
+                          "off, and every row reads the same original translation (teacher "
+                          "forcing). Blue: encoder, green: decoder self-attention, purple: "
+                          "cross-attention; orange: switched off above.")
+    st.markdown(most_important_text(numbers))
 
 
 @shared_resource(show_spinner="Reading each layer's guess…", max_entries=64, ttl=3600)

@@ -7,7 +7,8 @@ from __future__ import annotations
 import streamlit as st
 
 from transformer_viz.app import loaders, url
-from transformer_viz.app.about import checkpoint_info, direction_label
+from transformer_viz.app.about import (checkpoint_info, checkpoints_in_order, direction_label,
+                                       model_label)
 from transformer_viz.app.catalogue import CHECKPOINTS_ENV, list_checkpoints
 from transformer_viz.app.context import Selection, SessionMemory
 from transformer_viz.app.examples import examples_for
@@ -124,14 +125,14 @@ def sidebar(memory: SessionMemory) -> Selection | None:
         st.error("No checkpoint found. Put checkpoint directories in `checkpoints/` or name a "
                  f"directory in the {CHECKPOINTS_ENV} environment variable.")
         return None
-    names = sorted(available)
+    names = checkpoints_in_order()  # the first is the default: a small model
     state = st.session_state
     if "checkpoint" not in state:  # first run of this session: take the URL's state
         wanted = st.query_params.get("ckpt", names[0])
         state["checkpoint"] = wanted if wanted in names else names[0]
     with st.sidebar:
         name = st.selectbox("Model (direction)", names, key="checkpoint",
-                            format_func=direction_label,
+                            format_func=model_label,
                             on_change=_direction_changed, args=(memory,),
                             help="Trained checkpoints found in checkpoints/ (and any the operator "
                             "configured).")

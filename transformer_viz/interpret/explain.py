@@ -72,25 +72,26 @@ class HeadsRun:
     """One sentence's teacher-forced numbers with and without heads: p_base and p_off (T,), the
     probability of each translation token with every head on and with ``heads_off`` off; drops
     (3·N·h,), per head of ``heads`` (interpret.ablation.all_heads order) the fall of
-    log p(translation) = Σ_t f_t when that head alone is off; the logit lens of the run with every
-    head on (:func:`lens_numbers`)."""
+    log p(translation) = Σ_t f_t when that head alone is off (None when not computed); the logit
+    lens of the run with every head on (:func:`lens_numbers`)."""
 
     heads: list
     heads_off: list
     p_base: np.ndarray
     p_off: np.ndarray
-    drops: np.ndarray
+    drops: np.ndarray | None
     lens: dict
 
 
 @torch.no_grad()
 def heads_run(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_off=(),
-              top_k: int = 5) -> HeadsRun:
+              top_k: int = 5, each_head: bool = True) -> HeadsRun:
     """Everything the ablation bars and the logit lens need, in ONE batched forward pass: row 0 with
-    every head on, row 1 with ``heads_off`` off, and one row per head with that head alone off."""
+    every head on, row 1 with ``heads_off`` off, and one row per head with that head alone off.
+    ``each_head=False``: rows 0 and 1 only (drops None), 2 rows instead of 2 + 3·N·h."""
     cfg = model.cfg
     every = H.all_heads(cfg)
-    rows = [[], list(heads_off)] + [[head] for head in every]
+    rows = [[], list(heads_off)] + ([[head] for head in every] if each_head else [])
     src, tgt, predicted = _pair(model, src_ids, tgt_ids, len(rows))
     keep = H.keep_mask(cfg, rows, _device(model), next(model.parameters()).dtype)
     # (R, T, d_model), N × (1, T, d_model)
@@ -98,8 +99,9 @@ def heads_run(model: Transformer, src_ids: list[int], tgt_ids: list[int], heads_
     f = _token_logp(lens_logits(model, final), predicted)  # (R, T)
     total = f.sum(-1)  # (R,) log p(translation)
     lens = lens_numbers(model, base, predicted, top_k)
+    drops = (total[0] - total[2:]).cpu().numpy() if each_head else None
     return HeadsRun(every, list(heads_off), f[0].exp().cpu().numpy(), f[1].exp().cpu().numpy(),
-                    (total[0] - total[2:]).cpu().numpy(), lens)
+                    drops, lens)
 
 
 def _final_streams(model: Transformer, src, tgt, keep: dict, rows: list[list]) -> tuple:

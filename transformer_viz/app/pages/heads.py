@@ -6,11 +6,10 @@ import numpy as np
 import streamlit as st
 
 from transformer_viz.app import (attribution_view, coreference_view, frame, head_map_view,
-                                 heads_view, lens_view, steps, widgets)
+                                 heads_view, lens_view, on_request, steps, widgets)
 from transformer_viz.interpret.ablation import all_heads
 from transformer_viz.plots.common import token_labels
-from transformer_viz.plots.heads import head_drop_figure, token_prob_figure
-from transformer_viz.interpret import explain as X
+from transformer_viz.plots.heads import token_prob_figure
 
 ctx = frame.page_context(__file__)
 sel, run = frame.page_header(
@@ -35,7 +34,9 @@ off_tab, lens_tab, source_tab, coref_tab, cards_tab = steps.tabs(ctx, [
 if off_tab.open:
     with off_tab:
         off = heads_view.heads_off_choice(sel, names)
-        numbers, (_, off_text) = heads_view.heads_numbers(sel.checkpoint, sel.sentence, tuple(off))
+        each_head = not on_request.is_large(cfg)  # a large model's bars wait for the button
+        numbers, (_, off_text) = heads_view.heads_numbers(sel.checkpoint, sel.sentence, tuple(off),
+                                                          each_head)
         left, right = st.columns(2)
         with left:
             widgets.show_user_text("Translation, every head on", run.translation or "(empty)")
@@ -51,15 +52,7 @@ if off_tab.open:
         widgets.chart(fig, {"token": written, "p, every head on": numbers.p_base,
                             "p, heads off": numbers.p_off},
                       "heads-token-probs")
-        fig = widgets.cached_figure(head_drop_figure, names, numbers.drops, tuple(off),
-                                    title="How much log p(translation) falls when one head alone "
-                                    "is off")
-        widgets.chart(fig, {"head": names, "drop (nats)": numbers.drops}, "heads-drops",
-                      caption="All 3·N·h heads in one batched forward pass: batch row r has head r "
-                              "off, and every row reads the same original translation (teacher "
-                              "forcing). Blue: encoder, green: decoder self-attention, purple: "
-                              "cross-attention; orange: switched off above.")
-        st.markdown(X.most_important_text(numbers))
+        heads_view.drops_part(sel, cfg, names, tuple(off), numbers)
 
 if lens_tab.open:
     with lens_tab:

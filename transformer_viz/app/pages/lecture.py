@@ -6,12 +6,14 @@ no network (app/lecture/download.py)."""
 
 import streamlit as st
 
-from transformer_viz.app import about, catalogue, frame, loaders, sections, steps, url, widgets
+from transformer_viz.app import (about, frame, loaders, on_request, sections, steps, url,
+                                 widgets)
 from transformer_viz.app.lecture.browser import FIGURE_WIDTH_CSS, KEYS_JS, PROJECTOR_CSS
 from transformer_viz.app.lecture.download import download_button
 from transformer_viz.app.context import PageContext
 from transformer_viz.app.navigation import PAGES
 from transformer_viz.app.sidebar import Selection
+from transformer_viz.checkpoints import CheckpointError
 from transformer_viz.views import lecture
 
 STEP = "lecture_step"
@@ -70,9 +72,14 @@ def page_link(step: lecture.Step, sel: Selection) -> None:
 def presets(sel: Selection, run) -> None:
     """The lecture's own example sentences, in the direction they need; an honest line when one is
     shown."""
-    names = {}
-    for name in catalogue.list_checkpoints():
-        names.setdefault(about.checkpoint_info(name)[1].get("src_lang"), name)
+    names = {}  # source language -> the model a preset in it switches to: the reader's own, of
+    # the same size for the other direction, else the sidebar's first
+    reverse = about.reverse_checkpoint(sel.checkpoint)
+    for name in [sel.checkpoint, *([reverse] if reverse else []), *about.checkpoints_in_order()]:
+        try:
+            names.setdefault(about.checkpoint_info(name)[1].get("src_lang"), name)
+        except CheckpointError:
+            continue
     usable = [p for p in lecture.PRESETS if p.src_lang in names]
     st.selectbox("The lecture's examples", [None] + usable, key=PRESET, on_change=use_preset,
                  args=(names,),
@@ -93,6 +100,9 @@ def speaker_notes(step: lecture.Step) -> None:
 
 def show_step(page: PageContext, step: lecture.Step, run, projector: bool) -> None:
     sel = page.selection
+    if step.slow and not on_request.wanted(sel, run.config, f"lecture_{step.id}",
+                                           f"Show “{step.title}”", step.slow):
+        return  # a large model's slow step waits for the button
     ctx = lecture.step_context(step, loaders.get_checkpoint(sel.checkpoint), run, sel.layer,
                                sel.head,
                                st.session_state.get("lecture_what_if_position", 0) + 1,

@@ -5,7 +5,7 @@ progress is in the URL (app/practice_view.py), so that a student can send the li
 
 import streamlit as st
 
-from transformer_viz.app import frame, practice_view, widgets
+from transformer_viz.app import frame, on_request, practice_view, widgets
 from transformer_viz.views import practice as P
 
 ctx = frame.page_context(__file__)
@@ -19,16 +19,20 @@ sel, run = frame.page_header(
 number, done = practice_view.progress()
 exercise = P.EXERCISES[number - 1]
 practice_view.navigation_row(number)
-question = practice_view.posed(sel.checkpoint, sel.sentence, sel.layer, sel.head, number)
 
 # The progress beside the exercise, not under it: on a projector it stays on the first screen.
 exercise_column, progress_column = st.columns([3, 2], gap="large")
+answer_open = False
 with exercise_column:
     st.subheader(f"Exercise {number} of {practice_view.N}: {exercise.title}", anchor=False)
-    with st.container(key="practice_question"):
-        st.markdown(widgets.escape_markdown(question.question))
-    practice_view.answer_box(number, question.answer, done)
-    answer_open = practice_view.hints(number, question)
+    # a large model's slow exercise waits for the button
+    if not exercise.slow or on_request.wanted(sel, run.config, f"practice_{exercise.id}",
+                                              f"Pose exercise {number}", exercise.slow):
+        question = practice_view.posed(sel.checkpoint, sel.sentence, sel.layer, sel.head, number)
+        with st.container(key="practice_question"):
+            st.markdown(widgets.escape_markdown(question.question))
+        practice_view.answer_box(number, question.answer, done)
+        answer_open = practice_view.hints(number, question)
     practice_view.explained_on(exercise, sel)
 with progress_column:
     st.subheader("Your progress", anchor=False)

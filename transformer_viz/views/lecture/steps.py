@@ -43,6 +43,9 @@ class Step:
     # the url_path of the app page that shows the idea in full (linked only when it exists)
     page: str | None
     notes: Notes
+    # what makes the step slow on a large model (one line), None when nothing does: the app runs
+    # such a step on a large model when the reader asks (app/on_request.py)
+    slow: str | None = None
 
 
 def lines(*parts: str) -> str:
@@ -165,7 +168,8 @@ STEPS: tuple[Step, ...] = (
                "off hurt the translation?",
                "Attention weights are not an explanation: a head can attend strongly to a word "
                "whose removal changes nothing (other heads carry the same information), and heads "
-               "on </s> or '.' often act as a no-op.")),
+               "on </s> or '.' often act as a no-op."),
+         "It switches each of the 3·N·h heads off in turn, one batched pass."),
     Step("why", "Why this word? Activation patching", fig_why, text_why,
          lines(r"LD = \mathrm{logit}(X) - \mathrm{logit}(Y)\ \text{at position } t",
                r"\text{restored share} = \frac{LD_{\text{patched}} - LD_{\text{corrupted}}}"
@@ -178,7 +182,8 @@ STEPS: tuple[Step, ...] = (
                "does the same word's cell restore less, or move elsewhere, in later layers?",
                "A restored share is causal for this pair and this position only: a head that "
                "restores little here may matter for other sentences, and shares can exceed 1 or "
-               "go below 0 when a patch overshoots or pushes the other way.")),
+               "go below 0 when a patch overshoots or pushes the other way."),
+         "It patches every layer, position and head, a batched pass for each."),
     Step("decoder_only", "Decoder-only models complete the sentence", fig_decoder_only,
          text_decoder_only,
          lines(r"P_T(x_t \mid x_{<t}) = \text{softmax}(h_{t-1} E^\top / T)",

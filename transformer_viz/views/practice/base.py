@@ -55,6 +55,9 @@ class Exercise:
     page: str
     terms: tuple[str, ...]
     pose: Callable[[Context], Posed]
+    # what makes posing it slow on a large model (one line), None when nothing does (the app then
+    # poses it when the reader asks: app/on_request.py)
+    slow: str | None = None
 
 
 def traced(ctx: Context, name: str) -> np.ndarray:

@@ -138,7 +138,7 @@ LAYER_EXERCISES = (
     Exercise("causal", "The causal mask", "masking", ("causal mask", "attention weight", "softmax"),
              pose_causal),
     Exercise("head_off", "A head switched off", "heads", ("head", "ablation", "log-probability"),
-             pose_head_off),
+             pose_head_off, "It switches each of the 3·N·h heads off in turn, one batched pass."),
     Exercise("add_norm", "Add & Norm", "encoder", ("residual", "LayerNorm", "d_model"),
              pose_add_norm),
     Exercise("ffn", "The feed-forward's parameters", "encoder",
