@@ -106,7 +106,7 @@ def sentence_of_tokens(checkpoints: Path, name: str | None, n_tokens: int) -> tu
     text, count)."""
     sys.path.insert(0, str(ROOT))
     os.environ[CHECKPOINTS_ENV] = str(checkpoints)
-    from transformer_viz.app import catalogue
+    from transformer_viz.app import about, catalogue
     from transformer_viz.checkpoints import load_checkpoint
     from transformer_viz.text.tokenizer import encode_source
 
@@ -114,7 +114,7 @@ def sentence_of_tokens(checkpoints: Path, name: str | None, n_tokens: int) -> tu
     available = catalogue.list_checkpoints()
     if not available:
         raise SystemExit(f"no checkpoint in {checkpoints}")
-    name = name or sorted(available)[0]
+    name = name or about.checkpoints_in_order()[0]  # the sidebar's default
     ckpt = load_checkpoint(available[name])
     lang = ckpt.metadata.get("src_lang", "de")
     words, count = [], 0
