@@ -77,11 +77,19 @@ def is_paper_size(name: str) -> bool:
 
 def model_label(name: str) -> str:
     """The sidebar's name for a checkpoint: its direction, and for one of the paper's base size
-    'German → English · paper size: 512 × 6 layers'."""
+    'German → English · paper size' (short enough for the sidebar; :func:`size_note` says which)."""
     if not is_paper_size(name):
         return direction_label(name)
-    size = f"{PAPER_SIZE['d_model']} × {PAPER_SIZE['N']} layers"
-    return f"{direction_label(name)} · paper size: {size}"
+    return f"{direction_label(name)} · paper size"
+
+
+def size_note(name: str) -> str | None:
+    """The line under the sidebar's model for one of the paper's base size, else None."""
+    if not is_paper_size(name):
+        return None
+    return (f"Paper size: {PAPER_SIZE['d_model']} × {PAPER_SIZE['N']} layers (d_model "
+            f"{PAPER_SIZE['d_model']}, d_ff {PAPER_SIZE['d_ff']}, h {PAPER_SIZE['h']}, N "
+            f"{PAPER_SIZE['N']}), the paper's base model.")
 
 
 def checkpoints_in_order() -> list[str]:

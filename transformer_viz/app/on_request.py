@@ -33,13 +33,15 @@ def wanted(sel: Selection, cfg, work: str, label: str, what: str) -> bool:
     session. ``what``: one line on what the work does, shown beside the button."""
     if not is_large(cfg):
         return True
-    asked = st.session_state.setdefault(ASKED, set())
     token = (work, sel.checkpoint, sel.sentence)
-    if token in asked:
+    if token in st.session_state.get(ASKED, set()):
         return True
     st.caption(f"{what} For a model of this size ({layer_parameters(cfg) / 1e6:.0f}M parameters "
                "in its layers) that takes seconds, so it runs when you ask.")
-    if st.button(label, key=f"ask_{work}"):
-        asked.add(token)
-        return True
+    # a callback, so that the run the click starts already counts it and draws no button
+    st.button(label, key=f"ask_{work}", on_click=_ask, args=(token,))
     return False
+
+
+def _ask(token: tuple) -> None:
+    st.session_state.setdefault(ASKED, set()).add(token)

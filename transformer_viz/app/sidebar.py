@@ -8,7 +8,7 @@ import streamlit as st
 
 from transformer_viz.app import loaders, url
 from transformer_viz.app.about import (checkpoint_info, checkpoints_in_order, direction_label,
-                                       model_label)
+                                       model_label, size_note)
 from transformer_viz.app.catalogue import CHECKPOINTS_ENV, list_checkpoints
 from transformer_viz.app.context import Selection, SessionMemory
 from transformer_viz.app.examples import examples_for
@@ -136,6 +136,9 @@ def sidebar(memory: SessionMemory) -> Selection | None:
                             on_change=_direction_changed, args=(memory,),
                             help="Trained checkpoints found in checkpoints/ (and any the operator "
                             "configured).")
+        note = size_note(name)
+        if note:
+            st.caption(note)
         try:
             cfg, metadata = checkpoint_info(name)
         except CheckpointError as exc:
