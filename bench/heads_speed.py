@@ -40,6 +40,7 @@ from transformer_viz.plots.common import token_labels  # noqa: E402
 from transformer_viz.plots.heads import head_drop_figure, lens_figure, token_prob_figure  # noqa: E402
 from transformer_viz.interpret import explain as X  # noqa: E402
 from transformer_viz.text.corpora import read_any_split  # noqa: E402
+from new_sentence_speed import timed_reruns  # noqa: E402  (bench/, this script's folder)
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = "transformer_viz/app/pages/heads.py"
@@ -77,15 +78,9 @@ def page_times(name: str, sentences: list[str], step: int) -> tuple[list[float],
     at.query_params.update({"ckpt": name, "s": "Ein Hund.", "step": str(step)})
     at.switch_page(PAGE)
     at.run()  # the model loads: not a new sentence's rerun
-    times, cpu = [], []
-    for sentence in sentences:
-        at.text_area(key="sentence").set_value(sentence)
-        t, c = time.perf_counter(), time.process_time()
-        at.run()
-        times.append(time.perf_counter() - t)
-        cpu.append(time.process_time() - c)
-        if at.exception:
-            raise SystemExit(at.exception[0].value[:300])
+    times, cpu, error = timed_reruns(at, sentences)
+    if error:
+        raise SystemExit(error)
     return times, cpu
 
 

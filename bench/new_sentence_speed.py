@@ -66,10 +66,9 @@ def page_steps(at) -> tuple[str, int] | None:
     return None
 
 
-def rerun_times(at, sentences: list[str]) -> dict:
-    """Each sentence typed into the sidebar, its rerun timed."""
-    if at.exception:
-        return {"error": at.exception[0].value[:300]}
+def timed_reruns(at, sentences: list[str]) -> tuple[list[float], list[float], str | None]:
+    """Each sentence typed into the sidebar and its rerun timed: wall-clock and CPU seconds, and the
+    first exception's text (None when there was none), after which it stops."""
     wall, cpu = [], []
     for sentence in sentences:
         at.text_area(key="sentence").set_value(sentence)
@@ -78,7 +77,17 @@ def rerun_times(at, sentences: list[str]) -> dict:
         wall.append(time.perf_counter() - t)
         cpu.append(time.process_time() - c)
         if at.exception:
-            return {"error": at.exception[0].value[:300]}
+            return wall, cpu, at.exception[0].value[:300]
+    return wall, cpu, None
+
+
+def rerun_times(at, sentences: list[str]) -> dict:
+    """The median and largest rerun of :func:`timed_reruns`, or the error."""
+    if at.exception:
+        return {"error": at.exception[0].value[:300]}
+    wall, cpu, error = timed_reruns(at, sentences)
+    if error:
+        return {"error": error}
     return {"median_s": statistics.median(wall), "max_s": max(wall),
             "median_cpu_s": statistics.median(cpu), "charts": len(at.get("plotly_chart"))}
 
