@@ -14,6 +14,7 @@ from tests.support.apptest import SENTENCE, open_page, rerun
 from transformer_viz.checkpoints import save_checkpoint
 from transformer_viz.models.transformer.config import preset
 from transformer_viz.models.transformer.model import Transformer
+from transformer_viz.views import lecture, practice
 
 # Names of their own: the app's caches are per process and keyed by a checkpoint's name. By name
 # alone "paper-…" would come first.
@@ -92,8 +93,6 @@ def test_the_default_stays_small_and_picking_paper_size_runs_the_pages(sized_roo
 @pytest.mark.parametrize("models", [SMALL, PAPER], ids=["small", "paper size"])
 def test_a_lecture_preset_in_the_other_language_keeps_the_readers_size(models, sized_root,
                                                                        make_app, monkeypatch):
-    from transformer_viz.views import lecture
-
     monkeypatch.setenv("TRANSFORMER_VIZ_CHECKPOINTS", str(sized_root))
     at = make_app(SENTENCE)
     at.query_params["ckpt"] = models["de-en"]
@@ -153,12 +152,12 @@ def test_a_large_models_slow_steps_wait_for_their_button_once_per_sentence(sized
         rerun(at)
         assert chart_name not in charts(at) and at.button(key=f"ask_{work}")
 
-    why = next(i for i, s in enumerate(lecture_steps()) if s.id == "why") + 1
+    why = next(i for i, s in enumerate(lecture.STEPS) if s.id == "why") + 1
     at = make_app(SENTENCE)
     at.query_params.update({"ckpt": PAPER["de-en"], "step": str(why)})
     at.switch_page("transformer_viz/app/pages/lecture.py")
     assert "lecture-why" not in charts(rerun(at)) and at.button(key="ask_lecture_why")
-    step = next(i for i, s in enumerate(lecture_steps()) if s.id == "heads") + 1
+    step = next(i for i, s in enumerate(lecture.STEPS) if s.id == "heads") + 1
     at = make_app(SENTENCE)
     at.query_params.update({"ckpt": PAPER["de-en"], "step": str(step)})
     at.switch_page("transformer_viz/app/pages/lecture.py")
@@ -167,7 +166,7 @@ def test_a_large_models_slow_steps_wait_for_their_button_once_per_sentence(sized
     at.button(key="ask_lecture_heads").click()
     assert "lecture-heads" in charts(rerun(at))
 
-    exercise = next(i for i, e in enumerate(exercises()) if e.id == "head_off") + 1
+    exercise = next(i for i, e in enumerate(practice.EXERCISES) if e.id == "head_off") + 1
     at = make_app(SENTENCE)
     at.query_params.update({"ckpt": PAPER["de-en"], "ex": str(exercise)})
     at.switch_page("transformer_viz/app/pages/practice.py")
@@ -177,15 +176,3 @@ def test_a_large_models_slow_steps_wait_for_their_button_once_per_sentence(sized
     at.button(key="ask_practice_head_off").click()
     rerun(at)
     assert [t for t in at.get("text_input") if t.key == answer]
-
-
-def lecture_steps():
-    from transformer_viz.views import lecture
-
-    return lecture.STEPS
-
-
-def exercises():
-    from transformer_viz.views import practice
-
-    return practice.EXERCISES

@@ -15,6 +15,7 @@ from transformer_viz.plots.heads import head_drop_figure
 
 OFF_PARAM = "off"  # the URL's heads switched off
 OFF_KEY = "heads_off"  # the page's multiselect
+DROPS = "heads_drops"  # step 1's bars of every head off, as work asked for (app/on_request.py)
 
 
 def heads_off_choice(sel: Selection, names: list[str]) -> list[str]:
@@ -53,15 +54,15 @@ def heads_numbers(checkpoint: str, sentence: str, heads_off: tuple[str, ...],
 
 
 def drops_part(sel: Selection, cfg, names: list[str], off: tuple[str, ...], numbers) -> None:
-    """Step 1's bars of each head switched off alone and the line on those that matter most;
-    ``numbers`` without them (a large model's) get them once the reader asks (app/on_request.py)."""
+    """Step 1's bars of each head switched off alone and the line on those that matter most; for
+    ``numbers`` without them (a large model's, until :data:`DROPS` is ready), the button that asks
+    for them (app/on_request.py)."""
     from transformer_viz.interpret.explain import most_important_text
 
-    if numbers.drops is None and on_request.wanted(
-            sel, cfg, "heads_drops", f"Switch each of the {len(names)} heads off in turn",
-            f"The bars switch each head off alone: one batched pass of {len(names)} rows."):
-        numbers, _ = heads_numbers(sel.checkpoint, sel.sentence, off)
     if numbers.drops is None:
+        on_request.offer(sel, cfg, DROPS, f"Switch each of the {len(names)} heads off in turn",
+                         f"The bars switch each head off alone: one batched pass of {len(names)} "
+                         "rows.")
         return
     fig = widgets.cached_figure(head_drop_figure, names, numbers.drops, off,
                                 title="How much log p(translation) falls when one head alone "

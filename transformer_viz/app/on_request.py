@@ -27,19 +27,28 @@ def is_large(cfg) -> bool:
     return layer_parameters(cfg) > LARGE_LAYER_PARAMETERS
 
 
-def wanted(sel: Selection, cfg, work: str, label: str, what: str) -> bool:
+def ready(sel: Selection, cfg, work: str) -> bool:
     """Whether ``work`` may run now: at once for a model that is not large; for a large one once the
-    reader pressed its button (``label``) for this checkpoint and sentence, remembered for the
-    session. ``what``: one line on what the work does, shown beside the button."""
-    if not is_large(cfg):
-        return True
-    token = (work, sel.checkpoint, sel.sentence)
-    if token in st.session_state.get(ASKED, set()):
-        return True
+    reader pressed its button (:func:`offer`) for this checkpoint and sentence, remembered for the
+    session."""
+    return not is_large(cfg) or (work, sel.checkpoint, sel.sentence) in st.session_state.get(
+        ASKED, set())
+
+
+def offer(sel: Selection, cfg, work: str, label: str, what: str) -> None:
+    """The button (``label``) that asks for ``work`` on this checkpoint and sentence, after one line
+    on what it does (``what``) and why it waits."""
     st.caption(f"{what} For a model of this size ({layer_parameters(cfg) / 1e6:.0f}M parameters "
                "in its layers) that takes seconds, so it runs when you ask.")
-    # a callback, so that the run the click starts already counts it and draws no button
-    st.button(label, key=f"ask_{work}", on_click=_ask, args=(token,))
+    # a callback, so that the run the click starts is already ready() and draws no button
+    st.button(label, key=f"ask_{work}", on_click=_ask, args=((work, sel.checkpoint, sel.sentence),))
+
+
+def wanted(sel: Selection, cfg, work: str, label: str, what: str) -> bool:
+    """:func:`ready`, else the :func:`offer` drawn and False."""
+    if ready(sel, cfg, work):
+        return True
+    offer(sel, cfg, work, label, what)
     return False
 
 

@@ -28,7 +28,7 @@ def unique_state_dict(model: Transformer) -> dict[str, torch.Tensor]:
         if tensor.data_ptr() in seen:
             continue
         seen.add(tensor.data_ptr())
-        out[name] = tensor.detach()
+        out[name] = tensor  # state_dict()'s tensors are already detached
     return out
 
 

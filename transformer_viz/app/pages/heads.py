@@ -34,7 +34,8 @@ off_tab, lens_tab, source_tab, coref_tab, cards_tab = steps.tabs(ctx, [
 if off_tab.open:
     with off_tab:
         off = heads_view.heads_off_choice(sel, names)
-        each_head = not on_request.is_large(cfg)  # a large model's bars wait for the button
+        # a large model's bars wait for the button
+        each_head = on_request.ready(sel, cfg, heads_view.DROPS)
         numbers, (_, off_text) = heads_view.heads_numbers(sel.checkpoint, sel.sentence, tuple(off),
                                                           each_head)
         left, right = st.columns(2)
