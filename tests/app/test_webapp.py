@@ -138,3 +138,18 @@ def test_the_open_step_travels_in_the_url_and_a_shared_link_reopens_it(make_app,
     # a page without steps drops the parameter, so a link to it names no step
     other.switch_page("transformer_viz/app/pages/shapes.py")
     assert "step" not in rerun(other).query_params
+
+
+def test_the_app_without_any_checkpoint_says_where_to_put_one(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from transformer_viz.app import catalogue
+
+    monkeypatch.setenv(catalogue.CHECKPOINTS_ENV, str(tmp_path))  # an empty root
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"),
+                           default_timeout=120).run()
+    assert not at.exception
+    assert [e.value for e in at.error] == [
+        "No checkpoint found. Put checkpoint directories in `checkpoints/` or name a directory "
+        f"in the {catalogue.CHECKPOINTS_ENV} environment variable."]
+    assert not at.selectbox  # no model to pick, so no sidebar beyond the message

@@ -120,12 +120,11 @@ def sidebar(memory: SessionMemory) -> Selection | None:
     """The shared sidebar: checkpoint, sentence (with examples), layer and head. Mirrored in the
     URL.
     ``memory``: the session's, where the previous direction and the offer to carry over are kept."""
-    available = list_checkpoints()
-    if not available:
+    names = checkpoints_in_order()  # the first is the default: a small model
+    if not names:
         st.error("No checkpoint found. Put checkpoint directories in `checkpoints/` or name a "
                  f"directory in the {CHECKPOINTS_ENV} environment variable.")
         return None
-    names = checkpoints_in_order()  # the first is the default: a small model
     state = st.session_state
     if "checkpoint" not in state:  # first run of this session: take the URL's state
         wanted = st.query_params.get("ckpt", names[0])
