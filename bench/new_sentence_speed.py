@@ -35,9 +35,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from transformer_viz.app.catalogue import CHECKPOINTS_ENV  # noqa: E402
 from transformer_viz.app.navigation import PAGES  # noqa: E402
 
-CHECKPOINTS_ENV = "TRANSFORMER_VIZ_CHECKPOINTS"
 TARGET_S = 1.0
 
 
@@ -117,14 +117,14 @@ def main() -> None:
     if args.data:
         os.environ["TRANSFORMER_VIZ_DATA"] = args.data
 
-    from transformer_viz.app import catalogue
-    from transformer_viz.checkpoints import load_config, load_metadata
+    from transformer_viz.app import about
+    from transformer_viz.checkpoints import CheckpointError
     from transformer_viz.text.corpora import read_any_split
 
-    listed = catalogue.list_checkpoints()  # the app's own listing: the name the sidebar offers
-    if args.name not in listed:
-        raise SystemExit(f"no checkpoint {args.name!r} in {args.checkpoints}")
-    cfg, metadata = load_config(listed[args.name]), load_metadata(listed[args.name])
+    try:  # the app's own listing and reading: the name the sidebar offers
+        cfg, metadata = about.checkpoint_info(args.name)
+    except CheckpointError as exc:
+        raise SystemExit(f"{exc} in {args.checkpoints}") from None
     src, tgt = metadata.get("src_lang", "de"), metadata.get("tgt_lang", "en")
     pages = [p for p in PAGES if not args.pages or p.file in args.pages]
     # a new sentence for every rerun: the sentence's run is cached per process
